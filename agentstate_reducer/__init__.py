@@ -1,0 +1,31 @@
+"""agentstate-reducer: keep LLM agent message histories bounded without breaking them.
+
+Works with plain dicts (OpenAI or LangChain shape), LangChain messages and duck-typed
+message objects, with no required dependency. LangGraph support lives in
+``agentstate_reducer.langgraph`` (extra ``[langgraph]``).
+"""
+
+from .config import DEFAULT_NAMESPACE_KEY, ReducerConfig, RememberFn
+from .errors import BackgroundHookError, PruneHookError, ReducerError, SummaryError
+from .hooks import Background
+from .reducer import MessageReducer
+from .result import ReducerResult
+from .tokens import estimate_tokens, resolve_token_counter
+
+__version__ = "0.6.0"
+
+__all__ = [
+    "DEFAULT_NAMESPACE_KEY",
+    "Background",
+    "BackgroundHookError",
+    "MessageReducer",
+    "PruneHookError",
+    "ReducerConfig",
+    "ReducerError",
+    "ReducerResult",
+    "RememberFn",
+    "SummaryError",
+    "__version__",
+    "estimate_tokens",
+    "resolve_token_counter",
+]

@@ -1,0 +1,158 @@
+"""``ReducerConfig``: every knob of the reducer, checked when it is built."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+#: A prune hook: ``hook(pruned_messages, namespace)``; its return value is ignored.
+RememberFn = Callable[[list[Any], Any], Any]
+
+#: The key integrations read from a run's config to find the long-term memory namespace.
+DEFAULT_NAMESPACE_KEY = "memory_namespace"
+
+OnPruneError = Literal["raise", "keep"]
+
+
+@dataclass(frozen=True)
+class ReducerConfig:
+    """How a :class:`~agentstate_reducer.MessageReducer` prunes.
+
+    Two modes. **Count mode** (the default): once the list holds more than
+    ``max_messages`` messages, the oldest prunable messages go until ``min_messages``
+    remain. **Token mode** (when ``max_tokens`` is set; it takes precedence): once the
+    list counts more than ``max_tokens`` tokens, the oldest prunable messages go until it
+    counts ``target_tokens`` (default: ``max_tokens``) or fewer. Either way the newest
+    message always stays, tool calls and their results stay or go together, and only
+    human and ai messages are pruned directly.
+
+    Attributes:
+        min_messages: Messages to keep once count mode prunes.
+        max_messages: Count mode prunes when the list is longer than this; None never prunes.
+        max_tokens: Switches to token mode: prune when the list counts more tokens than this.
+        target_tokens: Token mode prunes down to this many tokens (hysteresis); defaults to
+            ``max_tokens``.
+        token_counter: How tokens are counted: a callable ``(message) -> int``, or
+            ``"approximate"`` (the default), a local estimate that needs no download.
+        preserve_first: Never prune the message at index 0 (usually the system prompt).
+        cascade_tool_messages: Prune the tool results of a pruned ai message with it, and
+            never cut between a tool call and its results.
+        summarize_fn: ``(pruned_messages) -> str``, called once per reduce that prunes.
+        inject_summary: Put the summary into the list where the pruned block was. Needs
+            ``summarize_fn``.
+        summary_message_factory: ``(summary, pruned_count) -> list of messages`` building the
+            injected block; by default a human summary message and a short ai reply, of the
+            same kind as the list's own messages.
+        on_prune: Hooks ``(pruned_messages, namespace)`` that hand pruned messages to
+            long-term memory. A single callable is accepted too.
+        namespace_key: The ``configurable`` key integrations read the hooks' namespace from.
+        dedupe_on_prune: Hand each message id to each hook at most once per reducer.
+        dedupe_window: How many delivered ids each hook's memory keeps (oldest forgotten).
+        on_prune_error: What a failing hook does to the reduce: ``"raise"`` (default) raises
+            :class:`~agentstate_reducer.PruneHookError`; ``"keep"`` prunes nothing this time
+            and reports the failure on ``ReducerResult.hook_error``.
+
+    Raises:
+        TypeError: A field has the wrong type (a hook or counter that is not callable, a
+            limit that is not an int).
+        ValueError: The values contradict each other or are out of range (min above max,
+            a zero or negative limit, ``target_tokens`` above ``max_tokens``).
+    """
+
+    min_messages: int = 10
+    max_messages: int | None = 20
+    max_tokens: int | None = None
+    target_tokens: int | None = None
+    token_counter: Callable[[Any], int] | str | None = None
+    preserve_first: bool = True
+    cascade_tool_messages: bool = True
+    summarize_fn: Callable[[list[Any]], str | None] | None = None
+    inject_summary: bool = False
+    summary_message_factory: Callable[[str, int], list[Any]] | None = None
+    on_prune: Sequence[RememberFn] = field(default_factory=tuple)
+    namespace_key: str = DEFAULT_NAMESPACE_KEY
+    dedupe_on_prune: bool = True
+    dedupe_window: int = 10_000
+    on_prune_error: OnPruneError = "raise"
+
+    def __post_init__(self) -> None:
+        _check_int("min_messages", self.min_messages, minimum=0)
+        if self.max_messages is not None:
+            _check_int("max_messages", self.max_messages, minimum=1)
+            if self.min_messages > self.max_messages:
+                raise ValueError(
+                    f"min_messages={self.min_messages!r} is above "
+                    f"max_messages={self.max_messages!r}: pruning could never bring the list "
+                    "down to it; lower min_messages or raise max_messages"
+                )
+        if self.max_tokens is not None:
+            _check_int("max_tokens", self.max_tokens, minimum=1)
+        if self.target_tokens is not None:
+            _check_int("target_tokens", self.target_tokens, minimum=1)
+            if self.max_tokens is None:
+                raise ValueError(
+                    f"target_tokens={self.target_tokens!r} needs max_tokens: token mode "
+                    "starts pruning above max_tokens and prunes down to target_tokens"
+                )
+            if self.target_tokens > self.max_tokens:
+                raise ValueError(
+                    f"target_tokens={self.target_tokens!r} is above "
+                    f"max_tokens={self.max_tokens!r}; it must be at most max_tokens"
+                )
+        from .tokens import check_token_counter
+
+        check_token_counter(self.token_counter)
+        for name in (
+            "preserve_first",
+            "cascade_tool_messages",
+            "inject_summary",
+            "dedupe_on_prune",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be True or False, got {value!r}")
+        _check_callable("summarize_fn", self.summarize_fn)
+        _check_callable("summary_message_factory", self.summary_message_factory)
+        if self.inject_summary and self.summarize_fn is None:
+            raise ValueError(
+                "inject_summary=True needs summarize_fn: there is no summary to inject"
+            )
+        hooks = self.on_prune
+        if callable(hooks):
+            hooks = (hooks,)
+        if isinstance(hooks, (str, bytes)) or not isinstance(hooks, Sequence):
+            raise TypeError(f"on_prune must be a callable or a list of callables, got {hooks!r}")
+        for index, hook in enumerate(hooks):
+            if not callable(hook):
+                raise TypeError(f"on_prune[{index}] is not callable: {hook!r}")
+        object.__setattr__(self, "on_prune", tuple(hooks))
+        if not isinstance(self.namespace_key, str) or not self.namespace_key:
+            raise TypeError(f"namespace_key must be a non-empty string, got {self.namespace_key!r}")
+        _check_int("dedupe_window", self.dedupe_window, minimum=1)
+        if self.on_prune_error not in ("raise", "keep"):
+            raise ValueError(
+                f"on_prune_error must be 'raise' or 'keep', got {self.on_prune_error!r}"
+            )
+
+    @property
+    def token_mode(self) -> bool:
+        """Whether pruning is driven by tokens (``max_tokens`` is set)."""
+        return self.max_tokens is not None
+
+    @property
+    def effective_target_tokens(self) -> int | None:
+        """The token count token mode prunes down to."""
+        return self.target_tokens if self.target_tokens is not None else self.max_tokens
+
+
+def _check_int(name: str, value: Any, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value!r}")
+
+
+def _check_callable(name: str, value: Any) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be callable or None, got {value!r}")

@@ -1,0 +1,253 @@
+"""Uniform, read-only access to messages of any supported shape.
+
+Supported without importing any framework:
+
+* dicts with a ``role`` key (OpenAI chat format, CrewAI, most agent frameworks),
+* dicts with a ``type`` key (LangChain's dict form),
+* LangChain's serialised form from ``messages_to_dict``: ``{"type": "ai", "data": {...}}``,
+* LangChain ``BaseMessage`` objects (``HumanMessage``, ``AIMessage``, chunks, ``ChatMessage``),
+* any object with a ``type`` or ``role`` attribute (duck typing), or whose class name is a
+  known message class name (``HumanMessage``, ``AIMessage``, ...).
+
+Tool calls are read in both LangChain form (``{"id", "name", "args"}``) and OpenAI form
+(``{"id", "type": "function", "function": {"name", "arguments"}}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+HUMAN = "human"
+AI = "ai"
+SYSTEM = "system"
+TOOL = "tool"
+FUNCTION = "function"
+
+#: Role names as they appear in the wild, mapped to the role the reducer reasons about.
+ROLE_ALIASES: Mapping[str, str] = {
+    "human": HUMAN,
+    "user": HUMAN,
+    "ai": AI,
+    "assistant": AI,
+    "agent": AI,
+    "system": SYSTEM,
+    "tool": TOOL,
+    "function": FUNCTION,
+    # LangChain's streaming chunk classes report their class name as ``type``.
+    "humanmessagechunk": HUMAN,
+    "aimessagechunk": AI,
+    "systemmessagechunk": SYSTEM,
+    "toolmessagechunk": TOOL,
+    "functionmessagechunk": FUNCTION,
+}
+
+_CLASS_NAME_ROLES: Mapping[str, str] = {
+    "humanmessage": HUMAN,
+    "aimessage": AI,
+    "agentmessage": AI,
+    "systemmessage": SYSTEM,
+    "toolmessage": TOOL,
+    "functionmessage": FUNCTION,
+    "humanmessagechunk": HUMAN,
+    "aimessagechunk": AI,
+    "systemmessagechunk": SYSTEM,
+    "toolmessagechunk": TOOL,
+    "functionmessagechunk": FUNCTION,
+}
+
+_EXPECTED = (
+    "expected a message: a dict with a 'role' or 'type' key, or an object with a "
+    "'type' or 'role' attribute (such as a LangChain message)"
+)
+
+
+class MessageView(NamedTuple):
+    """What the pruning plan needs to know about one message."""
+
+    role: str
+    """Normalised role: ``human``, ``ai``, ``system``, ``tool``, ``function`` or, for
+    unknown roles, the lowercased original."""
+    id: str | None
+    call_ids: tuple[str, ...]
+    """Ids of the tool calls an ai message makes (empty for other roles)."""
+    result_for: str | None
+    """For a tool message, the id of the tool call it answers."""
+
+
+def is_serialized(msg: Mapping[str, Any]) -> bool:
+    """Whether a dict is LangChain's ``messages_to_dict`` form (``{"type", "data"}``)."""
+    return isinstance(msg.get("data"), Mapping) and "content" not in msg and "role" not in msg
+
+
+def _fields(msg: Any) -> Mapping[str, Any] | None:
+    """The mapping that holds a dict message's fields, or None for objects."""
+    if isinstance(msg, Mapping):
+        if is_serialized(msg):
+            data: Mapping[str, Any] = msg["data"]
+            return data
+        return msg
+    return None
+
+
+def _normalise(raw: str) -> str:
+    lowered = raw.lower()
+    return ROLE_ALIASES.get(lowered, lowered)
+
+
+def raw_role_of(msg: Any) -> str | None:
+    """The role or type string exactly as the message spells it, or None if it has none."""
+    if isinstance(msg, Mapping):
+        if is_serialized(msg):
+            raw = msg.get("type")
+            if raw == "chat":
+                return _str_or_none(msg["data"].get("role")) or "chat"
+            return _str_or_none(raw)
+        role = msg.get("role")
+        if role is not None:
+            return _str_or_none(role)
+        raw = msg.get("type")
+        return _str_or_none(raw)
+    kind = getattr(msg, "type", None)
+    if isinstance(kind, str):
+        if kind == "chat":
+            role = getattr(msg, "role", None)
+            return role if isinstance(role, str) else kind
+        return kind
+    role = getattr(msg, "role", None)
+    if isinstance(role, str):
+        return role
+    return None
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def role_of(msg: Any) -> str:
+    """The normalised role of ``msg``.
+
+    Raises:
+        TypeError: ``msg`` is not a message.
+    """
+    raw = raw_role_of(msg)
+    if raw is not None:
+        return _normalise(raw)
+    if not isinstance(msg, Mapping):
+        by_class = _CLASS_NAME_ROLES.get(type(msg).__name__.lower())
+        if by_class is not None:
+            return by_class
+    raise TypeError(f"{_describe(msg)}: {_EXPECTED}")
+
+
+def id_of(msg: Any) -> str | None:
+    """The message's id, or None when it has none."""
+    fields = _fields(msg)
+    value = fields.get("id") if fields is not None else getattr(msg, "id", None)
+    return value if isinstance(value, str) and value else None
+
+
+def content_of(msg: Any) -> Any:
+    """The message's content (a string, a list of content blocks, or None)."""
+    fields = _fields(msg)
+    if fields is not None:
+        return fields.get("content")
+    return getattr(msg, "content", None)
+
+
+def tool_calls_of(msg: Any) -> list[Any]:
+    """The raw tool-call entries of an ai message, in whatever form the message holds."""
+    fields = _fields(msg)
+    if fields is not None:
+        calls = fields.get("tool_calls")
+        if not calls:
+            extra = fields.get("additional_kwargs")
+            calls = extra.get("tool_calls") if isinstance(extra, Mapping) else None
+    else:
+        calls = getattr(msg, "tool_calls", None)
+        if not calls:
+            extra = getattr(msg, "additional_kwargs", None)
+            calls = extra.get("tool_calls") if isinstance(extra, Mapping) else None
+    if not calls:
+        return []
+    return list(calls)
+
+
+def _call_id(call: Any) -> str | None:
+    value = call.get("id") if isinstance(call, Mapping) else getattr(call, "id", None)
+    return value if isinstance(value, str) and value else None
+
+
+def tool_call_ids_of(msg: Any) -> tuple[str, ...]:
+    """Ids of the tool calls an ai message makes (calls without an id are skipped)."""
+    ids = []
+    for call in tool_calls_of(msg):
+        call_id = _call_id(call)
+        if call_id is not None:
+            ids.append(call_id)
+    return tuple(ids)
+
+
+def tool_call_id_of(msg: Any) -> str | None:
+    """For a tool result, the id of the call it answers."""
+    fields = _fields(msg)
+    value = fields.get("tool_call_id") if fields is not None else getattr(msg, "tool_call_id", None)
+    return value if isinstance(value, str) and value else None
+
+
+def tool_call_parts(call: Any) -> tuple[str, str]:
+    """``(name, arguments-as-text)`` of one tool call, in LangChain or OpenAI form."""
+    if isinstance(call, Mapping):
+        function = call.get("function")
+        if isinstance(function, Mapping):
+            return str(function.get("name") or ""), _as_text(function.get("arguments"))
+        return str(call.get("name") or ""), _as_text(call.get("args"))
+    return str(getattr(call, "name", "") or ""), _as_text(getattr(call, "args", None))
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def view_of(msg: Any, where: str) -> MessageView:
+    """Read the facts the planner needs from one message.
+
+    Args:
+        msg: The message.
+        where: Its position, for error messages (for example ``"existing[3]"``).
+
+    Raises:
+        TypeError: ``msg`` is not a message; the error names ``where``.
+    """
+    try:
+        role = role_of(msg)
+    except TypeError as exc:
+        raise TypeError(f"{where}: {exc}") from None
+    if role == AI:
+        return MessageView(role, id_of(msg), tool_call_ids_of(msg), None)
+    if role == TOOL:
+        return MessageView(role, id_of(msg), (), tool_call_id_of(msg))
+    return MessageView(role, id_of(msg), (), None)
+
+
+def _describe(msg: Any) -> str:
+    if msg is None:
+        return "got None"
+    if isinstance(msg, Mapping):
+        keys = ", ".join(repr(k) for k in list(msg)[:6])
+        return f"got a dict without a string 'role' or 'type' (keys: {keys or 'none'})"
+    return f"got {type(msg).__name__} {_short_repr(msg)}"
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

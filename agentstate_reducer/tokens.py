@@ -1,0 +1,265 @@
+"""Token counting: the counters the reducer accepts, and a per-message cache.
+
+A counter is one of:
+
+* ``None`` or ``"estimate"``: our local estimate (no download, no dependency): about four
+  Latin characters per token, one token per CJK character, tool-call names and arguments
+  counted, :data:`IMAGE_TOKENS` per image block, :data:`MESSAGE_OVERHEAD` per message;
+* ``"approximate"``: LangChain's ``count_tokens_approximately`` when langchain-core is
+  installed, our estimate otherwise;
+* a tiktoken ``Encoding`` (for example ``tiktoken.get_encoding("cl100k_base")``);
+* a LangChain chat model (its ``get_num_tokens_from_messages``);
+* any callable ``(message) -> int``.
+
+Counts are cached per message when the message has an id and text content, so keeping a
+growing chat within budget counts each message once rather than on every turn.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .messages import (
+    AI,
+    content_of,
+    id_of,
+    raw_role_of,
+    role_of,
+    tool_call_ids_of,
+    tool_call_parts,
+    tool_calls_of,
+)
+
+#: Tokens charged for each image content block (a fixed, documented cost).
+IMAGE_TOKENS = 85
+#: Tokens charged per message for its role and framing.
+MESSAGE_OVERHEAD = 3
+#: Tokens charged per tool call on top of its name and arguments.
+TOOL_CALL_OVERHEAD = 3
+
+_CACHE_LIMIT = 200_000
+
+
+def estimate_text_tokens(text: str) -> int:
+    """Estimate the tokens of ``text`` without a tokenizer.
+
+    ASCII counts four characters per token; every non-ASCII character is charged as if
+    it were one token per character for CJK, which keeps non-Latin text from being
+    undercounted the way a flat characters-divided-by-four rule does.
+    """
+    if not text:
+        return 0
+    chars = len(text)
+    extra = len(text.encode("utf-8")) - chars
+    if extra == 0:
+        return math.ceil(chars / 4)
+    # A two-byte character (Cyrillic, Greek, accents) adds one byte, a three-byte one
+    # (CJK) adds two: charge half a token per extra byte, which is one token per CJK char.
+    wide = extra / 2
+    return math.ceil((chars - wide) / 4 + wide)
+
+
+def _content_tokens(content: Any) -> int:
+    if content is None:
+        return 0
+    if isinstance(content, str):
+        return estimate_text_tokens(content)
+    if isinstance(content, list):
+        total = 0
+        for block in content:
+            if isinstance(block, str):
+                total += estimate_text_tokens(block)
+            elif isinstance(block, Mapping):
+                kind = block.get("type")
+                if kind in ("image", "image_url", "input_image"):
+                    total += IMAGE_TOKENS
+                elif isinstance(block.get("text"), str):
+                    total += estimate_text_tokens(block["text"])
+                else:
+                    total += estimate_text_tokens(_json(block))
+            else:
+                total += estimate_text_tokens(str(block))
+        return total
+    return estimate_text_tokens(str(content))
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def estimate_tokens(message: Any) -> int:
+    """Our local estimate of one message's tokens (content, tool calls, framing)."""
+    total = MESSAGE_OVERHEAD + _content_tokens(content_of(message))
+    if role_of(message) == AI:
+        for call in tool_calls_of(message):
+            name, arguments = tool_call_parts(call)
+            total += TOOL_CALL_OVERHEAD + estimate_text_tokens(name)
+            total += estimate_text_tokens(arguments)
+    return total
+
+
+def _langchain_approximate() -> Callable[[Any], int]:
+    try:
+        from langchain_core.messages.utils import count_tokens_approximately
+    except ImportError:
+        return estimate_tokens
+
+    def count(message: Any) -> int:
+        return int(count_tokens_approximately([_as_langchain(message)]))
+
+    return count
+
+
+def _as_langchain(message: Any) -> Any:
+    from langchain_core.messages import BaseMessage, convert_to_messages, messages_from_dict
+
+    if isinstance(message, BaseMessage):
+        return message
+    if isinstance(message, Mapping) and isinstance(message.get("data"), Mapping):
+        return messages_from_dict([dict(message)])[0]
+    if isinstance(message, Mapping):
+        converted = dict(message)
+        raw = raw_role_of(message)
+        if raw is not None and "role" not in converted:
+            converted["role"] = raw
+        converted.pop("type", None)
+        return convert_to_messages([converted])[0]
+    return convert_to_messages([{"role": role_of(message), "content": content_of(message)}])[0]
+
+
+def _chat_model_counter(model: Any) -> Callable[[Any], int]:
+    def count(message: Any) -> int:
+        return int(model.get_num_tokens_from_messages([_as_langchain(message)]))
+
+    return count
+
+
+def _encoding_counter(encoding: Any) -> Callable[[Any], int]:
+    def encode(text: str) -> int:
+        return len(encoding.encode(text, disallowed_special=()))
+
+    def count(message: Any) -> int:
+        total = MESSAGE_OVERHEAD
+        content = content_of(message)
+        if isinstance(content, str):
+            total += encode(content)
+        elif isinstance(content, list):
+            for block in content:
+                if isinstance(block, Mapping) and block.get("type") in (
+                    "image",
+                    "image_url",
+                    "input_image",
+                ):
+                    total += IMAGE_TOKENS
+                elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
+                    total += encode(block["text"])
+                else:
+                    total += encode(block if isinstance(block, str) else _json(block))
+        elif content is not None:
+            total += encode(str(content))
+        if role_of(message) == AI:
+            for call in tool_calls_of(message):
+                name, arguments = tool_call_parts(call)
+                total += TOOL_CALL_OVERHEAD + encode(name) + encode(arguments)
+        return total
+
+    return count
+
+
+def _is_encoding(value: Any) -> bool:
+    return callable(getattr(value, "encode", None)) and isinstance(
+        getattr(value, "name", None), str
+    )
+
+
+def _is_chat_model(value: Any) -> bool:
+    return callable(getattr(value, "get_num_tokens_from_messages", None))
+
+
+def check_token_counter(counter: Any) -> None:
+    """Raise if ``counter`` is not a counter :func:`resolve_token_counter` accepts.
+
+    Raises:
+        TypeError: ``counter`` is of an unsupported type.
+        ValueError: ``counter`` is an unknown name.
+    """
+    if counter is None or _is_chat_model(counter) or _is_encoding(counter) or callable(counter):
+        return
+    if isinstance(counter, str):
+        if counter in ("estimate", "approximate"):
+            return
+        raise ValueError(
+            f"token_counter={counter!r} is not a known counter name; use 'estimate', "
+            "'approximate', a tiktoken Encoding, a LangChain chat model or a callable"
+        )
+    raise TypeError(
+        f"token_counter must be a callable (message) -> int, 'estimate', 'approximate', a "
+        f"tiktoken Encoding or a LangChain chat model, got {counter!r}"
+    )
+
+
+def resolve_token_counter(counter: Any) -> Callable[[Any], int]:
+    """Turn any accepted counter into a plain ``(message) -> int`` function (uncached)."""
+    check_token_counter(counter)
+    if counter is None or counter == "estimate":
+        return estimate_tokens
+    if counter == "approximate":
+        return _langchain_approximate()
+    if _is_chat_model(counter):
+        return _chat_model_counter(counter)
+    if _is_encoding(counter):
+        return _encoding_counter(counter)
+    fn: Callable[[Any], int] = counter
+    return fn
+
+
+class TokenCounter:
+    """A counter with a bounded per-message cache; safe to share between threads.
+
+    A message is cached under its id, role and text content, so an edited message (same
+    id, new content) is counted again. Messages without an id or with non-text content
+    are counted every time.
+    """
+
+    def __init__(self, counter: Any = None) -> None:
+        self._count = resolve_token_counter(counter)
+        self._cache: dict[tuple[Any, ...], int] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, message: Any, where: str = "message") -> int:
+        """Tokens of one message.
+
+        Raises:
+            TypeError: The counter returned something other than a non-negative int.
+        """
+        key = _cache_key(message)
+        if key is not None:
+            cached = self._cache.get(key)
+            if cached is not None:
+                return cached
+        value = self._count(message)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise TypeError(
+                f"token_counter returned {value!r} for {where}; it must return an int >= 0"
+            )
+        if key is not None:
+            with self._lock:
+                if len(self._cache) >= _CACHE_LIMIT:
+                    self._cache.clear()
+                self._cache[key] = value
+        return value
+
+
+def _cache_key(message: Any) -> tuple[Any, ...] | None:
+    message_id = id_of(message)
+    if message_id is None:
+        return None
+    content = content_of(message)
+    if not isinstance(content, str):
+        return None
+    return (message_id, raw_role_of(message), content, tool_call_ids_of(message))
