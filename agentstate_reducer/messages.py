@@ -77,16 +77,27 @@ class MessageView(NamedTuple):
 
 def is_serialized(msg: Mapping[str, Any]) -> bool:
     """Whether a dict is LangChain's ``messages_to_dict`` form (``{"type", "data"}``)."""
-    return isinstance(msg.get("data"), Mapping) and "content" not in msg and "role" not in msg
+    data = msg.get("data")
+    return (
+        data is not None
+        and isinstance(data, (dict, Mapping))
+        and "content" not in msg
+        and "role" not in msg
+    )
+
+
+def _is_mapping(msg: Any) -> bool:
+    # dict first: isinstance against the Mapping ABC is slow for everything else.
+    return isinstance(msg, dict) or (not hasattr(msg, "type") and isinstance(msg, Mapping))
 
 
 def _fields(msg: Any) -> Mapping[str, Any] | None:
     """The mapping that holds a dict message's fields, or None for objects."""
-    if isinstance(msg, Mapping):
+    if _is_mapping(msg):
         if is_serialized(msg):
             data: Mapping[str, Any] = msg["data"]
             return data
-        return msg
+        return msg  # type: ignore[no-any-return]
     return None
 
 
@@ -97,7 +108,7 @@ def _normalise(raw: str) -> str:
 
 def raw_role_of(msg: Any) -> str | None:
     """The role or type string exactly as the message spells it, or None if it has none."""
-    if isinstance(msg, Mapping):
+    if _is_mapping(msg):
         if is_serialized(msg):
             raw = msg.get("type")
             if raw == "chat":
@@ -133,7 +144,7 @@ def role_of(msg: Any) -> str:
     raw = raw_role_of(msg)
     if raw is not None:
         return _normalise(raw)
-    if not isinstance(msg, Mapping):
+    if not _is_mapping(msg):
         by_class = _CLASS_NAME_ROLES.get(type(msg).__name__.lower())
         if by_class is not None:
             return by_class
@@ -232,11 +243,14 @@ def view_of(msg: Any, where: str) -> MessageView:
         role = role_of(msg)
     except TypeError as exc:
         raise TypeError(f"{where}: {exc}") from None
+    fields = _fields(msg)
+    found = fields.get("id") if fields is not None else getattr(msg, "id", None)
+    message_id = found if isinstance(found, str) and found else None
     if role == AI:
-        return MessageView(role, id_of(msg), tool_call_ids_of(msg), None)
+        return MessageView(role, message_id, tool_call_ids_of(msg), None)
     if role == TOOL:
-        return MessageView(role, id_of(msg), (), tool_call_id_of(msg))
-    return MessageView(role, id_of(msg), (), None)
+        return MessageView(role, message_id, (), tool_call_id_of(msg))
+    return MessageView(role, message_id, (), None)
 
 
 def _describe(msg: Any) -> str:

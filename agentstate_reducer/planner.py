@@ -1,29 +1,36 @@
-"""The pruning plan: which positions of a message list go. Pure; O(n) in the list length.
-
-The plan works on :class:`~agentstate_reducer.messages.MessageView` values and, in token
-mode, one token count per message. It never touches the messages themselves.
+"""The pruning plan: which positions of a message list go. Pure, and incremental.
 
 Rules, in the words of the README:
 
 * only human and ai messages are pruned directly; a tool result goes only with the ai
   message that called it (when cascading); system, function and unknown roles stay;
 * the first message stays when ``preserve_first`` is set;
-* pruning takes the oldest prunable messages of a *window* ``[start, end)``; everything at
-  or after ``end`` stays. ``end`` never passes the newest message, and never falls between
-  an ai message and any of its tool results, so no call loses a result and no result loses
-  its call;
-* count mode: ``end = len - min_messages`` once the list is longer than ``max_messages``;
+* pruning takes the prunable messages of a *window* ``[start, end)``; everything at or after
+  ``end`` stays. ``end`` never passes the newest message and never falls between an ai
+  message and any of its tool results, so no call loses a result and no result its call;
+* count mode: ``end`` is at most ``len - min_messages``, once the list is longer than
+  ``max_messages``, and as large as the rules allow;
 * token mode: the smallest ``end`` whose survivors fit ``target_tokens``, once the list is
   over ``max_tokens``; when nothing fits, the largest ``end`` allowed (so only the newest
   message, its tool group and what is never pruned remain).
+
+:class:`PlanState` holds what the plan needs per position (token count, whether prunable,
+tool links) for one list, and keeps it as the list grows and is pruned, so a chat that
+grows by a turn and is pruned from the front costs work in proportion to what was added
+and what was pruned, not to the whole window. Positions carry sequence numbers that only
+grow, so tool links survive the compaction that pruning does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .messages import AI, HUMAN, TOOL, MessageView
+
+_NO_LINK = -1
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -38,103 +45,185 @@ class PlanLimits:
     target_tokens: int | None = None
 
 
+class PlanState:
+    """Per-position facts of one message list, kept up to date as it grows and shrinks."""
+
+    __slots__ = (
+        "_caller_of_call",
+        "_caller_seq",
+        "_last_result",
+        "_limits",
+        "_next_seq",
+        "_prunable",
+        "_seq",
+        "_start",
+        "tokens",
+        "total",
+        "views",
+    )
+
+    def __init__(self, limits: PlanLimits) -> None:
+        self._limits = limits
+        self._start = 1 if limits.preserve_first else 0
+        self.views: list[MessageView] = []
+        self.tokens: list[int] = []
+        self.total = 0
+        self._prunable: list[bool] = []
+        self._seq: list[int] = []
+        # For a linked tool result: the sequence number of its (prunable) caller.
+        self._caller_seq: list[int] = []
+        self._next_seq = 0
+        self._caller_of_call: dict[str, int] = {}  # call id -> caller's seq
+        self._last_result: dict[int, int] = {}  # caller's seq -> seq of its last result
+
+    def __len__(self) -> int:
+        return len(self.views)
+
+    def extend(self, views: Sequence[MessageView], tokens: Sequence[int] | None = None) -> None:
+        """Append messages (oldest first) with their token counts (token mode)."""
+        start = self._start
+        cascade = self._limits.cascade
+        caller_of_call = self._caller_of_call
+        position = len(self.views)
+        for offset, view in enumerate(views):
+            seq = self._next_seq
+            self._next_seq += 1
+            role = view.role
+            prunable = False
+            caller = _NO_LINK
+            if role in (HUMAN, AI):
+                prunable = position + offset >= start
+                if role == AI and prunable and cascade:
+                    for call_id in view.call_ids:
+                        caller_of_call[call_id] = seq
+            elif role == TOOL and cascade and view.result_for is not None:
+                found = caller_of_call.get(view.result_for)
+                if found is not None:
+                    caller = found
+                    prunable = True
+                    self._last_result[found] = seq
+            self._prunable.append(prunable)
+            self._seq.append(seq)
+            self._caller_seq.append(caller)
+        self.views.extend(views)
+        if tokens is not None:
+            self.tokens.extend(tokens)
+            self.total += sum(tokens)
+
+    def window_end(self) -> int | None:
+        """Where the pruning window ends, or None when nothing is to be pruned."""
+        limits = self._limits
+        size = len(self.views)
+        if limits.max_tokens is not None:
+            if self.total <= limits.max_tokens:
+                return None
+            target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
+            latest = self._last_valid_end(size - 1)
+            return None if latest is None else self._first_fitting_end(latest, target)
+        if limits.max_messages is None or size <= limits.max_messages:
+            return None
+        return self._last_valid_end(min(size - limits.min_messages, size - 1))
+
+    @property
+    def start(self) -> int:
+        """Where the pruning window starts (1 when the first message is preserved)."""
+        return self._start
+
+    def pruned_positions(self, end: int) -> list[int]:
+        """The positions a window ending at ``end`` prunes, ascending."""
+        prunable = self._prunable
+        return [p for p in range(self._start, end) if prunable[p]]
+
+    def kept_in_window(self, end: int) -> list[int]:
+        """The positions before ``end`` that a window ending there keeps (never prunable)."""
+        prunable = self._prunable
+        return [p for p in range(self._start, end) if not prunable[p]]
+
+    def prune(self, end: int) -> None:
+        """Drop the prunable positions before ``end``, as :meth:`pruned_positions` lists."""
+        start = self._start
+        prunable = self._prunable
+        kept = self.kept_in_window(end)
+        for p in range(start, end):
+            if prunable[p]:
+                self._forget(p)
+        if self.tokens:
+            self.total -= sum(self.tokens[p] for p in range(start, end) if prunable[p])
+            self.tokens = _compact(self.tokens, start, kept, end)
+        self.views = _compact(self.views, start, kept, end)
+        self._prunable = _compact(prunable, start, kept, end)
+        self._seq = _compact(self._seq, start, kept, end)
+        self._caller_seq = _compact(self._caller_seq, start, kept, end)
+
+    def _forget(self, position: int) -> None:
+        view = self.views[position]
+        seq = self._seq[position]
+        for call_id in view.call_ids:
+            if self._caller_of_call.get(call_id) == seq:
+                del self._caller_of_call[call_id]
+        self._last_result.pop(seq, None)
+
+    def _last_valid_end(self, bound: int) -> int | None:
+        """The largest end <= ``bound`` that splits no tool group, if above ``start``.
+
+        An end ``e`` is valid when every linked tool result at ``e`` or later has its
+        caller at ``e`` or later: scanning down from the newest message, keep the lowest
+        caller seen and stop at the first position not past it.
+        """
+        seq = self._seq
+        caller_seq = self._caller_seq
+        lowest_caller = self._next_seq
+        start = self._start
+        for position in range(len(seq) - 1, start, -1):
+            caller = caller_seq[position]
+            if caller != _NO_LINK and caller < lowest_caller:
+                lowest_caller = caller
+            if position <= bound and lowest_caller >= seq[position]:
+                return position
+        return None
+
+    def _first_fitting_end(self, latest: int, target: int) -> int:
+        """The smallest valid end whose survivors fit ``target``; ``latest`` if none does."""
+        seq = self._seq
+        tokens = self.tokens
+        prunable = self._prunable
+        last_result = self._last_result
+        surviving = self.total
+        reach = _NO_LINK  # the furthest result seq of any ai message inside the window
+        for end in range(self._start + 1, latest + 1):
+            before = end - 1
+            if prunable[before]:
+                surviving -= tokens[before]
+                result = last_result.get(seq[before], _NO_LINK)
+                if result > reach:
+                    reach = result
+            if surviving <= target and reach < seq[end]:
+                return end
+        return latest
+
+
+def _compact(values: list[_T], start: int, kept: list[int], end: int) -> list[_T]:
+    return values[:start] + [values[p] for p in kept] + values[end:]
+
+
 def plan_prune(
     views: Sequence[MessageView],
     limits: PlanLimits,
     tokens: Sequence[int] | None = None,
 ) -> list[int]:
-    """Positions to prune, ascending.
+    """Positions to prune from a list, ascending (a fresh, one-shot plan).
 
     Args:
         views: One view per message, oldest first.
         limits: The limits to enforce.
         tokens: One count per message; required when ``limits.max_tokens`` is set.
+
+    Raises:
+        ValueError: Token mode without token counts.
     """
-    size = len(views)
-    if size == 0:
-        return []
-    start = 1 if limits.preserve_first else 0
-    prunable, blocked = _prunable_and_blocked(views, start, limits.cascade)
-    # The newest message always survives: the window ends before it at the latest.
-    latest_end = _last_valid_end(size - 1, start, blocked)
-    if latest_end is None:
-        return []
-
-    if limits.max_tokens is not None:
-        if tokens is None:
-            raise ValueError("token mode needs a token count per message")
-        end = _token_window_end(tokens, prunable, blocked, start, latest_end, limits)
-    else:
-        if limits.max_messages is None or size <= limits.max_messages:
-            return []
-        end = _last_valid_end(min(size - limits.min_messages, latest_end), start, blocked)
-    if end is None:
-        return []
-    return [i for i in range(start, end) if prunable[i]]
-
-
-def _prunable_and_blocked(
-    views: Sequence[MessageView], start: int, cascade: bool
-) -> tuple[list[bool], list[bool]]:
-    """Which positions may be pruned, and which window ends would split a tool group.
-
-    ``blocked[e]`` is True when ending the window at ``e`` would prune an ai message while
-    keeping one of its results (at ``e`` or later).
-    """
-    size = len(views)
-    prunable = [False] * size
-    caller_of_call: dict[str, int] = {}
-    last_result: dict[int, int] = {}
-    for index, view in enumerate(views):
-        role = view.role
-        if role in (HUMAN, AI):
-            prunable[index] = index >= start
-            if role == AI:
-                for call_id in view.call_ids:
-                    caller_of_call[call_id] = index
-        elif role == TOOL and cascade and view.result_for is not None:
-            caller = caller_of_call.get(view.result_for)
-            if caller is not None and caller >= start:
-                prunable[index] = index >= start
-                last_result[caller] = index
-    blocked = [False] * (size + 1)
-    if cascade and last_result:
-        # Ends in (caller, last result] are blocked: mark with a difference array.
-        delta = [0] * (size + 2)
-        for caller, last in last_result.items():
-            delta[caller + 1] += 1
-            delta[last + 1] -= 1
-        running = 0
-        for end in range(size + 1):
-            running += delta[end]
-            blocked[end] = running > 0
-    return prunable, blocked
-
-
-def _last_valid_end(end: int, start: int, blocked: Sequence[bool]) -> int | None:
-    while end > start and blocked[end]:
-        end -= 1
-    return end if end > start else None
-
-
-def _token_window_end(
-    tokens: Sequence[int],
-    prunable: Sequence[bool],
-    blocked: Sequence[bool],
-    start: int,
-    latest_end: int,
-    limits: PlanLimits,
-) -> int | None:
-    total = sum(tokens)
-    assert limits.max_tokens is not None
-    if total <= limits.max_tokens:
-        return None
-    target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
-    surviving = total
-    for end in range(start, latest_end + 1):
-        # ``surviving`` counts what stays when the window is [start, end).
-        if end > start and prunable[end - 1]:
-            surviving -= tokens[end - 1]
-        if not blocked[end] and end > start and surviving <= target:
-            return end
-    return latest_end
+    if limits.max_tokens is not None and tokens is None:
+        raise ValueError("token mode needs a token count per message")
+    state = PlanState(limits)
+    state.extend(views, tokens)
+    end = state.window_end()
+    return [] if end is None else state.pruned_positions(end)

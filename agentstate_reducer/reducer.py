@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .config import ReducerConfig
 from .errors import PruneHookError, SummaryError
 from .hooks import HookDelivery
 from .messages import MessageView, view_of
-from .planner import PlanLimits, plan_prune
+from .planner import PlanLimits, PlanState, plan_prune
 from .result import ReducerResult
 from .summary import default_summary_builder
 from .tokens import TokenCounter
@@ -65,6 +66,11 @@ class MessageReducer:
             target_tokens=config.target_tokens,
         )
         self._count_tokens = TokenCounter(config.token_counter) if config.token_mode else None
+        # The plan state of the last list this reducer returned, so that a chat growing by
+        # a turn costs work for that turn only. Guarded by a lock that is only tried: a
+        # thread finding it taken plans from scratch.
+        self._session: _Session | None = None
+        self._session_lock = threading.Lock()
         self._delivery = HookDelivery(
             config.on_prune, dedupe=config.dedupe_on_prune, window=config.dedupe_window
         )
@@ -102,8 +108,7 @@ class MessageReducer:
             TypeError: ``message`` is not a message, or the counter misbehaves.
         """
         counter = self._count_tokens or TokenCounter(self._config.token_counter)
-        view_of(message, "message")
-        return counter(message)
+        return counter(message, "message", view_of(message, "message"))
 
     def plan(self, messages: Sequence[Any]) -> ReducerResult:
         """Split ``messages`` into surviving and pruned, with no summary and no hooks.
@@ -114,7 +119,7 @@ class MessageReducer:
             TypeError: ``messages`` is not a list of messages; the error names the index.
         """
         combined = _as_list(messages, "messages")
-        pruned_at = self._plan(combined, ["messages"] * len(combined), [0] * len(combined))
+        pruned_at = self._plan(combined, lambda i: f"messages[{i}]")
         return _split(combined, pruned_at)
 
     def reduce(
@@ -145,12 +150,35 @@ class MessageReducer:
         old = _as_list(existing, "existing")
         added = _as_list(new, "new")
         combined = old + added
-        labels = ["existing"] * len(old) + ["new"] * len(added)
-        offsets = [0] * len(old) + [len(old)] * len(added)
-        pruned_at = self._plan(combined, labels, offsets)
-        if not pruned_at:
+        split_at = len(old)
+
+        def where(i: int) -> str:
+            return f"existing[{i}]" if i < split_at else f"new[{i - split_at}]"
+
+        owned = self._session_lock.acquire(blocking=False)
+        try:
+            return self._reduce(combined, where, namespace, remember=owned)
+        finally:
+            if owned:
+                self._session_lock.release()
+
+    def _reduce(
+        self, combined: list[Any], where: Callable[[int], str], namespace: Any, *, remember: bool
+    ) -> ReducerResult:
+        state, known = self._resume(combined) if remember else (PlanState(self._limits), 0)
+        views, tokens = self._read(combined[known:], lambda i: where(known + i))
+        state.extend(views, tokens)
+        if remember:
+            self._session = _Session(state, list(combined))
+        end = state.window_end()
+        if end is None:
             return ReducerResult(surviving=combined, pruned=[])
-        result = _split(combined, pruned_at)
+        pruned_at = state.pruned_positions(end)
+        kept = state.kept_in_window(end)
+        result = ReducerResult(
+            surviving=combined[: state.start] + [combined[p] for p in kept] + combined[end:],
+            pruned=[combined[p] for p in pruned_at],
+        )
         config = self._config
         if config.summarize_fn is not None:
             builder = self._summary_builder(combined) if config.inject_summary else None
@@ -173,6 +201,13 @@ class MessageReducer:
                     raise
                 logger.warning("%s; keeping every message this time", exc)
                 return ReducerResult(surviving=combined, pruned=[], hook_error=exc)
+        if remember:
+            if result.summary_messages:
+                # The injected block has no place in the plan state: rebuild next time.
+                self._session = None
+            else:
+                state.prune(end)
+                self._session = _Session(state, list(result.surviving))
         logger.debug(
             "reduced %d messages to %d (pruned %d)",
             len(combined),
@@ -211,18 +246,31 @@ class MessageReducer:
             ) from exc
         return langgraph_reducer(self, **options)
 
-    def _plan(self, messages: list[Any], labels: list[str], offsets: list[int]) -> list[int]:
-        views: list[MessageView] = [
-            view_of(message, f"{labels[i]}[{i - offsets[i]}]") for i, message in enumerate(messages)
-        ]
-        tokens = None
-        if self._count_tokens is not None:
-            count = self._count_tokens
-            tokens = [
-                count(message, f"{labels[i]}[{i - offsets[i]}]")
-                for i, message in enumerate(messages)
-            ]
+    def _plan(self, messages: list[Any], where: Callable[[int], str]) -> list[int]:
+        views, tokens = self._read(messages, where)
         return plan_prune(views, self._limits, tokens)
+
+    def _read(
+        self, messages: list[Any], where: Callable[[int], str]
+    ) -> tuple[list[MessageView], list[int] | None]:
+        views = [view_of(message, where(i)) for i, message in enumerate(messages)]
+        count = self._count_tokens
+        if count is None:
+            return views, None
+        return views, [count(message, where(i), views[i]) for i, message in enumerate(messages)]
+
+    def _resume(self, combined: list[Any]) -> tuple[PlanState, int]:
+        """The remembered plan state if ``combined`` extends the list it describes."""
+        session = self._session
+        if session is not None:
+            known = len(session.messages)
+            try:
+                same = len(combined) >= known and combined[:known] == session.messages
+            except Exception:  # a message type whose == raises: just start afresh
+                same = False
+            if same:
+                return session.state, known
+        return PlanState(self._limits), 0
 
     def _summary_builder(self, messages: list[Any]) -> Callable[[str, int], list[Any]]:
         factory = self._config.summary_message_factory
@@ -244,6 +292,11 @@ class MessageReducer:
         if summary is not None and not isinstance(summary, str):
             raise TypeError(f"summarize_fn must return a str or None, got {summary!r}")
         return summary
+
+
+class _Session(NamedTuple):
+    state: PlanState
+    messages: list[Any]
 
 
 def _as_list(messages: Sequence[Any] | None, name: str) -> list[Any]:

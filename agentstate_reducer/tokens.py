@@ -24,13 +24,13 @@ from typing import Any
 
 from .messages import (
     AI,
+    MessageView,
     content_of,
-    id_of,
     raw_role_of,
     role_of,
-    tool_call_ids_of,
     tool_call_parts,
     tool_calls_of,
+    view_of,
 )
 
 #: Tokens charged for each image content block (a fixed, documented cost).
@@ -221,9 +221,9 @@ def resolve_token_counter(counter: Any) -> Callable[[Any], int]:
 class TokenCounter:
     """A counter with a bounded per-message cache; safe to share between threads.
 
-    A message is cached under its id, role and text content, so an edited message (same
-    id, new content) is counted again. Messages without an id or with non-text content
-    are counted every time.
+    A message is cached under its id, role, tool-call ids and text content, so an edited
+    message (same id, new content) is counted again. Messages without an id or with
+    non-text content are counted every time.
     """
 
     def __init__(self, counter: Any = None) -> None:
@@ -231,17 +231,29 @@ class TokenCounter:
         self._cache: dict[tuple[Any, ...], int] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, message: Any, where: str = "message") -> int:
+    def __call__(
+        self, message: Any, where: str = "message", view: MessageView | None = None
+    ) -> int:
         """Tokens of one message.
+
+        Args:
+            message: The message.
+            where: Its position, for error messages.
+            view: Its view, when the caller has one already (saves reading it again).
 
         Raises:
             TypeError: The counter returned something other than a non-negative int.
         """
-        key = _cache_key(message)
-        if key is not None:
-            cached = self._cache.get(key)
-            if cached is not None:
-                return cached
+        if view is None:
+            view = view_of(message, where)
+        key = None
+        if view.id is not None:
+            content = content_of(message)
+            if isinstance(content, str):
+                key = (view.id, view.role, content, view.call_ids)
+                cached = self._cache.get(key)
+                if cached is not None:
+                    return cached
         value = self._count(message)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise TypeError(
@@ -253,13 +265,3 @@ class TokenCounter:
                     self._cache.clear()
                 self._cache[key] = value
         return value
-
-
-def _cache_key(message: Any) -> tuple[Any, ...] | None:
-    message_id = id_of(message)
-    if message_id is None:
-        return None
-    content = content_of(message)
-    if not isinstance(content, str):
-        return None
-    return (message_id, raw_role_of(message), content, tool_call_ids_of(message))

@@ -41,4 +41,3 @@ def test_readme_snippet_runs(
 def test_readme_has_snippets() -> None:
     assert len(snippets()) >= 6
     assert "make demo" in README.read_text() and "make test" in README.read_text()
-
