@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .policy import ReductionStep
 
 #: A prune hook: ``hook(pruned_messages, namespace)``; its return value is ignored.
 RememberFn = Callable[[list[Any], Any], Any]
@@ -13,6 +16,7 @@ RememberFn = Callable[[list[Any], Any], Any]
 DEFAULT_NAMESPACE_KEY = "memory_namespace"
 
 OnPruneError = Literal["raise", "keep"]
+Mode = Literal["reduce", "validate"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,18 @@ class ReducerConfig:
         on_prune_error: What a failing hook does to the reduce: ``"raise"`` (default) raises
             :class:`~agentstate_reducer.PruneHookError`; ``"keep"`` prunes nothing this time
             and reports the failure on ``ReducerResult.hook_error``.
+        reply_reserve: Tokens kept free for the model's reply: the history may use
+            ``max_tokens - reply_reserve`` (and is pruned to ``target_tokens -
+            reply_reserve``), so ``max_tokens`` can be the model's context size.
+        start_on_human: Prune whole user turns (a user message and everything up to the
+            next one), so the kept history starts on a user message, as some providers
+            require.
+        keep_groups: The newest user turns that are always kept whole.
+        policy: Reduction steps run in order until the list fits (see
+            :mod:`agentstate_reducer.policy`); by default ``[DropOldest()]``, or
+            ``[Summarize()]`` when ``summarize_fn`` is set.
+        mode: ``"reduce"`` (default), or ``"validate"``: change nothing and report
+            problems on ``ReducerResult.problems``.
 
     Raises:
         TypeError: A field has the wrong type (a hook or counter that is not callable, a
@@ -75,6 +91,11 @@ class ReducerConfig:
     dedupe_on_prune: bool = True
     dedupe_window: int = 10_000
     on_prune_error: OnPruneError = "raise"
+    reply_reserve: int = 0
+    start_on_human: bool = False
+    keep_groups: int = 0
+    policy: Sequence[ReductionStep] | None = None
+    mode: Mode = "reduce"
 
     def __post_init__(self) -> None:
         _check_int("min_messages", self.min_messages, minimum=0)
@@ -134,11 +155,43 @@ class ReducerConfig:
             raise ValueError(
                 f"on_prune_error must be 'raise' or 'keep', got {self.on_prune_error!r}"
             )
+        _check_int("reply_reserve", self.reply_reserve, minimum=0)
+        if self.reply_reserve:
+            if self.max_tokens is None:
+                raise ValueError(f"reply_reserve={self.reply_reserve!r} needs max_tokens")
+            target = self.effective_target_tokens
+            assert target is not None
+            if self.reply_reserve >= target:
+                raise ValueError(
+                    f"reply_reserve={self.reply_reserve!r} leaves no room for history: it must "
+                    f"be below target_tokens (here {target})"
+                )
+        _check_int("keep_groups", self.keep_groups, minimum=0)
+        if self.mode not in ("reduce", "validate"):
+            raise ValueError(f"mode must be 'reduce' or 'validate', got {self.mode!r}")
+        from .policy import check_policy
+
+        check_policy(
+            self.policy, token_mode=self.token_mode, can_summarize=self.summarize_fn is not None
+        )
+        if self.policy is not None:
+            object.__setattr__(self, "policy", tuple(self.policy))
 
     @property
     def token_mode(self) -> bool:
         """Whether pruning is driven by tokens (``max_tokens`` is set)."""
         return self.max_tokens is not None
+
+    @property
+    def history_max_tokens(self) -> int | None:
+        """The tokens the history may use before pruning starts (after the reply reserve)."""
+        return None if self.max_tokens is None else self.max_tokens - self.reply_reserve
+
+    @property
+    def history_target_tokens(self) -> int | None:
+        """The tokens pruning brings the history down to (after the reply reserve)."""
+        target = self.effective_target_tokens
+        return None if target is None else target - self.reply_reserve
 
     @property
     def effective_target_tokens(self) -> int | None:

@@ -265,3 +265,30 @@ def _describe(msg: Any) -> str:
 def _short_repr(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def with_content(msg: Any, content: Any) -> Any:
+    """A copy of ``msg`` with new content; same kind of message, same id.
+
+    Raises:
+        TypeError: ``msg`` is an object that can be neither ``model_copy``-ed nor copied
+            and given a new ``content`` attribute.
+    """
+    if _is_mapping(msg):
+        if is_serialized(msg):
+            return {**msg, "data": {**msg["data"], "content": content}}
+        return {**msg, "content": content}
+    model_copy = getattr(msg, "model_copy", None)
+    if callable(model_copy):
+        return model_copy(update={"content": content})
+    import copy
+
+    clone = copy.copy(msg)
+    try:
+        clone.content = content
+    except (AttributeError, TypeError) as exc:
+        raise TypeError(
+            f"cannot give a {type(msg).__name__} new content ({exc}); steps that rewrite "
+            "messages need dicts, LangChain messages or objects with a settable content"
+        ) from None
+    return clone

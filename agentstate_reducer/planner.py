@@ -23,6 +23,7 @@ grow, so tool links survive the compaction that pruning does.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -43,6 +44,8 @@ class PlanLimits:
     max_messages: int | None
     max_tokens: int | None = None
     target_tokens: int | None = None
+    start_on_human: bool = False
+    keep_groups: int = 0
 
 
 class PlanState:
@@ -51,6 +54,7 @@ class PlanState:
     __slots__ = (
         "_caller_of_call",
         "_caller_seq",
+        "_human_seqs",
         "_last_result",
         "_limits",
         "_next_seq",
@@ -75,6 +79,7 @@ class PlanState:
         self._next_seq = 0
         self._caller_of_call: dict[str, int] = {}  # call id -> caller's seq
         self._last_result: dict[int, int] = {}  # caller's seq -> seq of its last result
+        self._human_seqs: list[int] = []  # where each user turn starts, oldest first
 
     def __len__(self) -> int:
         return len(self.views)
@@ -93,6 +98,8 @@ class PlanState:
             caller = _NO_LINK
             if role in (HUMAN, AI):
                 prunable = position + offset >= start
+                if role == HUMAN:
+                    self._human_seqs.append(seq)
                 if role == AI and prunable and cascade:
                     for call_id in view.call_ids:
                         caller_of_call[call_id] = seq
@@ -110,19 +117,46 @@ class PlanState:
             self.tokens.extend(tokens)
             self.total += sum(tokens)
 
+    def over_limit(self) -> bool:
+        """Whether the list is over the limit that starts pruning."""
+        limits = self._limits
+        if limits.max_tokens is not None:
+            return self.total > limits.max_tokens
+        return limits.max_messages is not None and len(self.views) > limits.max_messages
+
+    def fits(self) -> bool:
+        """Whether the list is within what pruning aims for (always, in count mode, once
+        nothing is over the limit)."""
+        limits = self._limits
+        if limits.max_tokens is not None:
+            target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
+            return self.total <= target
+        return not self.over_limit()
+
     def window_end(self) -> int | None:
         """Where the pruning window ends, or None when nothing is to be pruned."""
+        return self.end_for_target() if self.over_limit() else None
+
+    def end_for_target(self) -> int | None:
+        """Where the window must end to bring the list down to its target, pruning as
+        little as possible, or None when no allowed window prunes anything."""
         limits = self._limits
         size = len(self.views)
+        bound = min(size - 1, self._kept_turns_start())
         if limits.max_tokens is not None:
-            if self.total <= limits.max_tokens:
-                return None
             target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
-            latest = self._last_valid_end(size - 1)
+            latest = self._last_valid_end(bound)
             return None if latest is None else self._first_fitting_end(latest, target)
-        if limits.max_messages is None or size <= limits.max_messages:
-            return None
-        return self._last_valid_end(min(size - limits.min_messages, size - 1))
+        return self._last_valid_end(min(size - limits.min_messages, bound))
+
+    def _kept_turns_start(self) -> int:
+        """The position of the oldest of the ``keep_groups`` newest turns (or the end)."""
+        wanted = self._limits.keep_groups
+        humans = self._human_seqs
+        if wanted == 0 or not humans:
+            return len(self.views)
+        first_kept = humans[-wanted] if len(humans) >= wanted else humans[0]
+        return bisect_left(self._seq, first_kept)
 
     @property
     def start(self) -> int:
@@ -147,6 +181,11 @@ class PlanState:
         for p in range(start, end):
             if prunable[p]:
                 self._forget(p)
+        if end > start:
+            # Pruned turn starts are a run of the sorted list (only index 0 is ever kept).
+            low = bisect_left(self._human_seqs, self._seq[start])
+            high = bisect_left(self._human_seqs, self._seq[end])
+            del self._human_seqs[low:high]
         if self.tokens:
             self.total -= sum(self.tokens[p] for p in range(start, end) if prunable[p])
             self.tokens = _compact(self.tokens, start, kept, end)
@@ -154,6 +193,16 @@ class PlanState:
         self._prunable = _compact(prunable, start, kept, end)
         self._seq = _compact(self._seq, start, kept, end)
         self._caller_seq = _compact(self._caller_seq, start, kept, end)
+
+    def replace(self, position: int, view: MessageView, tokens: int = 0) -> None:
+        """Swap in a message whose content changed (same role, id and tool calls)."""
+        old = self.views[position]
+        if (old.role, old.call_ids, old.result_for) != (view.role, view.call_ids, view.result_for):
+            raise ValueError(f"position {position}: a replacement must keep role and tool links")
+        self.views[position] = view
+        if self.tokens:
+            self.total += tokens - self.tokens[position]
+            self.tokens[position] = tokens
 
     def _forget(self, position: int) -> None:
         view = self.views[position]
@@ -174,11 +223,17 @@ class PlanState:
         caller_seq = self._caller_seq
         lowest_caller = self._next_seq
         start = self._start
+        on_human = self._limits.start_on_human
+        views = self.views
         for position in range(len(seq) - 1, start, -1):
             caller = caller_seq[position]
             if caller != _NO_LINK and caller < lowest_caller:
                 lowest_caller = caller
-            if position <= bound and lowest_caller >= seq[position]:
+            if (
+                position <= bound
+                and lowest_caller >= seq[position]
+                and (not on_human or views[position].role == HUMAN)
+            ):
                 return position
         return None
 
@@ -189,6 +244,8 @@ class PlanState:
         prunable = self._prunable
         last_result = self._last_result
         surviving = self.total
+        on_human = self._limits.start_on_human
+        views = self.views
         reach = _NO_LINK  # the furthest result seq of any ai message inside the window
         for end in range(self._start + 1, latest + 1):
             before = end - 1
@@ -197,7 +254,11 @@ class PlanState:
                 result = last_result.get(seq[before], _NO_LINK)
                 if result > reach:
                     reach = result
-            if surviving <= target and reach < seq[end]:
+            if (
+                surviving <= target
+                and reach < seq[end]
+                and (not on_human or views[end].role == HUMAN)
+            ):
                 return end
         return latest
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from .config import ReducerConfig
@@ -12,9 +13,11 @@ from .errors import PruneHookError, SummaryError
 from .hooks import HookDelivery
 from .messages import MessageView, view_of
 from .planner import PlanLimits, PlanState, plan_prune
+from .policy import ReductionStep, StepReport, default_policy
 from .result import ReducerResult
 from .summary import default_summary_builder
 from .tokens import TokenCounter
+from .validate import find_problems
 
 logger = logging.getLogger(__name__)
 
@@ -23,8 +26,9 @@ class MessageReducer:
     """Keeps a message list bounded without breaking it.
 
     Works on plain dicts (OpenAI or LangChain shape, or LangChain's serialised form),
-    LangChain messages and duck-typed objects, and returns them as given. One reducer may
-    be shared between threads.
+    LangChain messages and duck-typed objects, and returns them as given (steps that
+    rewrite content, such as ``ClearToolOutputs``, return rewritten copies). One reducer
+    may be shared between threads.
 
     Args:
         min_messages: Messages to keep once pruning starts.
@@ -62,18 +66,25 @@ class MessageReducer:
             cascade=config.cascade_tool_messages,
             min_messages=config.min_messages,
             max_messages=config.max_messages,
-            max_tokens=config.max_tokens,
-            target_tokens=config.target_tokens,
+            max_tokens=config.history_max_tokens,
+            target_tokens=config.history_target_tokens,
+            start_on_human=config.start_on_human,
+            keep_groups=config.keep_groups,
+        )
+        self._policy: tuple[ReductionStep, ...] = (
+            tuple(config.policy)
+            if config.policy is not None
+            else default_policy(config.summarize_fn is not None)
         )
         self._count_tokens = TokenCounter(config.token_counter) if config.token_mode else None
+        self._delivery = HookDelivery(
+            config.on_prune, dedupe=config.dedupe_on_prune, window=config.dedupe_window
+        )
         # The plan state of the last list this reducer returned, so that a chat growing by
         # a turn costs work for that turn only. Guarded by a lock that is only tried: a
         # thread finding it taken plans from scratch.
         self._session: _Session | None = None
         self._session_lock = threading.Lock()
-        self._delivery = HookDelivery(
-            config.on_prune, dedupe=config.dedupe_on_prune, window=config.dedupe_window
-        )
 
     @property
     def config(self) -> ReducerConfig:
@@ -89,6 +100,11 @@ class MessageReducer:
     def max_messages(self) -> int | None:
         """The count above which count mode prunes."""
         return self._config.max_messages
+
+    @property
+    def steps(self) -> tuple[ReductionStep, ...]:
+        """The policy's steps, in the order they run."""
+        return self._policy
 
     def __repr__(self) -> str:
         c = self._config
@@ -111,7 +127,8 @@ class MessageReducer:
         return counter(message, "message", view_of(message, "message"))
 
     def plan(self, messages: Sequence[Any]) -> ReducerResult:
-        """Split ``messages`` into surviving and pruned, with no summary and no hooks.
+        """Split ``messages`` into surviving and pruned as the plain plan would, with no
+        policy steps, no summary and no hooks.
 
         Pure: nothing is called but the token counter.
 
@@ -119,8 +136,41 @@ class MessageReducer:
             TypeError: ``messages`` is not a list of messages; the error names the index.
         """
         combined = _as_list(messages, "messages")
-        pruned_at = self._plan(combined, lambda i: f"messages[{i}]")
-        return _split(combined, pruned_at)
+        views, tokens = self._read(combined, lambda i: f"messages[{i}]")
+        pruned_at = plan_prune(views, self._limits, tokens)
+        gone = set(pruned_at)
+        return ReducerResult(
+            surviving=[m for i, m in enumerate(combined) if i not in gone],
+            pruned=[combined[i] for i in pruned_at],
+        )
+
+    def validate(self, messages: Sequence[Any]) -> ReducerResult:
+        """Audit ``messages`` without changing anything.
+
+        Returns:
+            A result whose ``surviving`` is every message, ``pruned`` is empty and
+            ``problems`` lists the budget overrun and provider-validity problems found
+            (orphan tool results, dangling tool calls, a first message that is not a
+            user message).
+
+        Raises:
+            TypeError: ``messages`` is not a list of messages; the error names the index.
+        """
+        combined = _as_list(messages, "messages")
+        views, tokens = self._read(combined, lambda i: f"messages[{i}]")
+        total = sum(tokens) if tokens is not None else None
+        return ReducerResult(
+            surviving=combined,
+            pruned=[],
+            problems=find_problems(
+                views,
+                total_tokens=total,
+                max_tokens=self._config.history_max_tokens,
+                max_messages=self._config.max_messages,
+            ),
+            tokens_before=total or 0,
+            tokens_after=total or 0,
+        )
 
     def reduce(
         self,
@@ -128,7 +178,11 @@ class MessageReducer:
         new: Sequence[Any] | None = None,
         namespace: Any = None,
     ) -> ReducerResult:
-        """Append ``new`` to ``existing`` and prune the result if it is over the limit.
+        """Append ``new`` to ``existing`` and, if the result is over the limit, run the
+        policy's steps until it fits.
+
+        In ``mode="validate"`` nothing changes: the result reports the problems found, as
+        :meth:`validate` does.
 
         Args:
             existing: The current messages.
@@ -138,7 +192,8 @@ class MessageReducer:
 
         Returns:
             The surviving and pruned messages (``surviving + pruned`` holds every input
-            message once, in input order within each), and the summary if one was made.
+            message once, in input order within each, unless a step rewrote or added
+            messages), the summary if one was made, and a report per step that ran.
 
         Raises:
             TypeError: An argument is not a list of messages (the error names the
@@ -147,74 +202,32 @@ class MessageReducer:
             PruneHookError: An ``on_prune`` hook raised (with the default
                 ``on_prune_error="raise"``); the messages stay undelivered for a retry.
         """
-        old = _as_list(existing, "existing")
-        added = _as_list(new, "new")
-        combined = old + added
-        split_at = len(old)
+        combined, where = _combine(existing, new)
+        if self._config.mode == "validate":
+            return self.validate(combined)
+        return self._locked_reduce(combined, where, namespace, self._policy)
 
-        def where(i: int) -> str:
-            return f"existing[{i}]" if i < split_at else f"new[{i - split_at}]"
-
-        owned = self._session_lock.acquire(blocking=False)
-        try:
-            return self._reduce(combined, where, namespace, remember=owned)
-        finally:
-            if owned:
-                self._session_lock.release()
-
-    def _reduce(
-        self, combined: list[Any], where: Callable[[int], str], namespace: Any, *, remember: bool
+    def apply_step(
+        self, step_id: str, messages: Sequence[Any], namespace: Any = None
     ) -> ReducerResult:
-        state, known = self._resume(combined) if remember else (PlanState(self._limits), 0)
-        views, tokens = self._read(combined[known:], lambda i: where(known + i))
-        state.extend(views, tokens)
-        if remember:
-            self._session = _Session(state, list(combined))
-        end = state.window_end()
-        if end is None:
-            return ReducerResult(surviving=combined, pruned=[])
-        pruned_at = state.pruned_positions(end)
-        kept = state.kept_in_window(end)
-        result = ReducerResult(
-            surviving=combined[: state.start] + [combined[p] for p in kept] + combined[end:],
-            pruned=[combined[p] for p in pruned_at],
-        )
-        config = self._config
-        if config.summarize_fn is not None:
-            builder = self._summary_builder(combined) if config.inject_summary else None
-            result.summary = self._summarize(result.pruned)
-            if builder is not None and result.summary is not None:
-                block = builder(result.summary, len(result.pruned))
-                if not isinstance(block, list):
-                    raise TypeError(
-                        f"summary_message_factory must return a list of messages, got {block!r}"
-                    )
-                at = pruned_at[0]
-                result.surviving[at:at] = block
-                result.summary_messages = block
-        if self._delivery:
-            try:
-                self._delivery.deliver(result.pruned, namespace)
-            except PruneHookError as exc:
-                exc.result = result
-                if config.on_prune_error == "raise":
-                    raise
-                logger.warning("%s; keeping every message this time", exc)
-                return ReducerResult(surviving=combined, pruned=[], hook_error=exc)
-        if remember:
-            if result.summary_messages:
-                # The injected block has no place in the plan state: rebuild next time.
-                self._session = None
-            else:
-                state.prune(end)
-                self._session = _Session(state, list(result.surviving))
-        logger.debug(
-            "reduced %d messages to %d (pruned %d)",
-            len(combined),
-            len(result.surviving),
-            len(result.pruned),
-        )
-        return result
+        """Run exactly one step of the policy on ``messages``, if they are over the limit.
+
+        Args:
+            step_id: The ``id`` of a step of this reducer's policy.
+            messages: The messages.
+            namespace: Passed to the ``on_prune`` hooks.
+
+        Raises:
+            KeyError: No step of the policy has that id (the error lists the ids).
+            SummaryError: As for :meth:`reduce`.
+            PruneHookError: As for :meth:`reduce`.
+        """
+        step = next((s for s in self._policy if s.id == step_id), None)
+        if step is None:
+            known = ", ".join(repr(s.id) for s in self._policy)
+            raise KeyError(f"no reduction step {step_id!r} in this reducer's policy ({known})")
+        combined, where = _combine(messages, None)
+        return self._locked_reduce(combined, where, namespace, (step,))
 
     def deliver(self, pruned: Sequence[Any], namespace: Any = None) -> None:
         """Hand ``pruned`` to the ``on_prune`` hooks, with this reducer's dedupe memory.
@@ -238,17 +251,82 @@ class MessageReducer:
             ImportError: langchain-core is not installed.
         """
         try:
-            from .langgraph.state import langgraph_reducer
+            # Imported by name: the core must not depend on the LangGraph edge.
+            state = importlib.import_module("agentstate_reducer.langgraph.state")
         except ImportError as exc:
             raise ImportError(
                 "as_langgraph_reducer() needs LangGraph: "
                 'pip install "agentstate-reducer[langgraph]"'
             ) from exc
-        return langgraph_reducer(self, **options)
+        merge: Callable[[Any, Any], list[Any]] = state.langgraph_reducer(self, **options)
+        return merge
 
-    def _plan(self, messages: list[Any], where: Callable[[int], str]) -> list[int]:
-        views, tokens = self._read(messages, where)
-        return plan_prune(views, self._limits, tokens)
+    def _locked_reduce(
+        self,
+        combined: list[Any],
+        where: Callable[[int], str],
+        namespace: Any,
+        steps: Sequence[ReductionStep],
+    ) -> ReducerResult:
+        owned = self._session_lock.acquire(blocking=False)
+        try:
+            return self._reduce(combined, where, namespace, steps, remember=owned)
+        finally:
+            if owned:
+                self._session_lock.release()
+
+    def _reduce(
+        self,
+        combined: list[Any],
+        where: Callable[[int], str],
+        namespace: Any,
+        steps: Sequence[ReductionStep],
+        *,
+        remember: bool,
+    ) -> ReducerResult:
+        state, known = self._resume(combined) if remember else (PlanState(self._limits), 0)
+        views, tokens = self._read(combined[known:], lambda i: where(known + i))
+        state.extend(views, tokens)
+        if remember:
+            self._session = _Session(state, list(combined))
+        if not state.over_limit():
+            return ReducerResult(surviving=combined, pruned=[])
+        try:
+            work = _Work(self, list(combined), state)
+            work.run(steps)
+            result = work.result()
+            if self._delivery and result.pruned:
+                self._hand_over(result, namespace, work.original)
+        except BaseException:
+            # The state went part of the way; plan the caller's list afresh next time.
+            self._session = None
+            raise
+        if result.hook_error is not None:
+            self._session = None
+            return result
+        if remember:
+            self._session = _Session(work.state, list(result.surviving))
+        logger.debug(
+            "reduced %d messages to %d (pruned %d)",
+            len(combined),
+            len(result.surviving),
+            len(result.pruned),
+        )
+        return result
+
+    def _hand_over(self, result: ReducerResult, namespace: Any, original: list[Any]) -> None:
+        try:
+            self._delivery.deliver(result.pruned, namespace)
+        except PruneHookError as exc:
+            exc.result = result
+            if self._config.on_prune_error == "raise":
+                raise
+            logger.warning("%s; keeping every message this time", exc)
+            result.surviving = original
+            result.pruned = []
+            result.summary = None
+            result.summary_messages = []
+            result.hook_error = exc
 
     def _read(
         self, messages: list[Any], where: Callable[[int], str]
@@ -280,7 +358,8 @@ class MessageReducer:
 
     def _summarize(self, pruned: list[Any]) -> str | None:
         summarize = self._config.summarize_fn
-        assert summarize is not None
+        if summarize is None:
+            return None
         try:
             summary = summarize(pruned)
         except Exception as exc:
@@ -294,23 +373,125 @@ class MessageReducer:
         return summary
 
 
+class _Work:
+    """One reduce in progress: the list being changed and its plan state, for the steps."""
+
+    def __init__(self, reducer: MessageReducer, messages: list[Any], state: PlanState) -> None:
+        self._reducer = reducer
+        self.original = list(messages)
+        self.messages = messages
+        self.state = state
+        limits = reducer._limits
+        target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
+        self.target = target or 0
+        self.pruned: list[Any] = []
+        self.summary: str | None = None
+        self.summary_messages: list[Any] = []
+        self.reports: list[StepReport] = []
+        self.tokens_before = state.total
+
+    def run(self, steps: Sequence[ReductionStep]) -> None:
+        for step in steps:
+            if self.state.fits():
+                break
+            tokens, length = self.state.total, len(self.messages)
+            touched = step.apply(self)
+            self.reports.append(
+                StepReport(
+                    step=step.id,
+                    touched=touched,
+                    tokens_before=tokens,
+                    tokens_after=self.state.total,
+                    messages_before=length,
+                    messages_after=len(self.messages),
+                )
+            )
+
+    def count(self, message: Any) -> int:
+        counter = self._reducer._count_tokens
+        return 0 if counter is None else counter(message, "message", view_of(message, "message"))
+
+    def replace(self, position: int, message: Any) -> None:
+        """Put a rewritten message (same role and tool links) at ``position``."""
+        view = view_of(message, f"messages[{position}]")
+        self.state.replace(position, view, self.count(message))
+        self.messages[position] = message
+
+    def drop(self, *, summarize: bool) -> list[Any]:
+        """Prune towards the target; with ``summarize``, summarise (and inject) too."""
+        state = self.state
+        end = state.end_for_target()
+        if end is None:
+            return []
+        pruned_at = state.pruned_positions(end)
+        if not pruned_at:
+            return []
+        kept = state.kept_in_window(end)
+        messages = self.messages
+        pruned = [messages[p] for p in pruned_at]
+        block: list[Any] = []
+        if summarize:
+            reducer = self._reducer
+            inject = reducer._config.inject_summary
+            builder = reducer._summary_builder(messages) if inject else None
+            summary = reducer._summarize(pruned)
+            if summary is not None:
+                self.summary = summary
+                if builder is not None:
+                    block = builder(summary, len(pruned))
+                    if not isinstance(block, list):
+                        raise TypeError(
+                            f"summary_message_factory must return a list of messages, got {block!r}"
+                        )
+        start = state.start
+        head = messages[:start] + [messages[p] for p in kept]
+        self.messages = head + block + messages[end:]
+        if block:
+            # The injected block has no place in the incremental state: rebuild it.
+            rebuilt = PlanState(self._reducer._limits)
+            views, tokens = self._reducer._read(self.messages, lambda i: f"messages[{i}]")
+            rebuilt.extend(views, tokens)
+            self.state = rebuilt
+            self.summary_messages = block
+        else:
+            state.prune(end)
+        self.pruned.extend(pruned)
+        return pruned
+
+    def result(self) -> ReducerResult:
+        return ReducerResult(
+            surviving=self.messages,
+            pruned=self.pruned,
+            summary=self.summary,
+            summary_messages=self.summary_messages,
+            steps=self.reports,
+            tokens_before=self.tokens_before,
+            tokens_after=self.state.total,
+        )
+
+
 class _Session(NamedTuple):
     state: PlanState
     messages: list[Any]
 
 
+def _combine(
+    existing: Sequence[Any] | None, new: Sequence[Any] | None
+) -> tuple[list[Any], Callable[[int], str]]:
+    old = _as_list(existing, "existing")
+    added = _as_list(new, "new")
+    split_at = len(old)
+
+    def where(i: int) -> str:
+        return f"existing[{i}]" if i < split_at else f"new[{i - split_at}]"
+
+    return old + added, where
+
+
 def _as_list(messages: Sequence[Any] | None, name: str) -> list[Any]:
     if messages is None:
         return []
-    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
-        hint = " (wrap a single message in a list)" if isinstance(messages, Mapping) else ""
+    if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
+        hint = " (wrap a single message in a list)" if isinstance(messages, dict) else ""
         raise TypeError(f"{name} must be a list of messages, got {type(messages).__name__}{hint}")
     return list(messages)
-
-
-def _split(messages: list[Any], pruned_at: list[int]) -> ReducerResult:
-    gone = set(pruned_at)
-    return ReducerResult(
-        surviving=[m for i, m in enumerate(messages) if i not in gone],
-        pruned=[messages[i] for i in pruned_at],
-    )

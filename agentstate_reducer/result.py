@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .errors import PruneHookError
+    from .policy import StepReport
+    from .validate import Problem
 
 
 @dataclass
@@ -21,6 +23,10 @@ class ReducerResult:
         summary_messages: The injected summary messages (also in ``surviving``).
         hook_error: With ``on_prune_error="keep"``, the hook failure that made this reduce
             keep every message; None otherwise.
+        steps: One report per policy step that ran, in order.
+        tokens_before: The list's tokens before reducing (token mode; else 0).
+        tokens_after: The list's tokens after reducing (token mode; else 0).
+        problems: What an audit found (``validate()`` or ``mode="validate"``).
     """
 
     surviving: list[Any] = field(default_factory=list)
@@ -28,3 +34,7 @@ class ReducerResult:
     summary: str | None = None
     summary_messages: list[Any] = field(default_factory=list)
     hook_error: PruneHookError | None = None
+    steps: list[StepReport] = field(default_factory=list)
+    tokens_before: int = 0
+    tokens_after: int = 0
+    problems: list[Problem] = field(default_factory=list)
