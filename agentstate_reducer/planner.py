@@ -6,8 +6,11 @@ Rules, in the words of the README:
   message that called it (when cascading); system, function and unknown roles stay;
 * the first message stays when ``preserve_first`` is set;
 * pruning takes the prunable messages of a *window* ``[start, end)``; everything at or after
-  ``end`` stays. ``end`` never passes the newest message and never falls between an ai
-  message and any of its tool results, so no call loses a result and no result its call;
+  ``end`` stays. ``end`` never passes the newest message nor the newest human message (the
+  question being answered), and never falls between an ai message and any of its tool
+  results, so no call loses a result and no result its call;
+* with ``start_on_human``, ``end`` is at a human message (whole user turns go), and with
+  ``keep_groups`` it never passes the start of the newest ``keep_groups`` user turns;
 * count mode: ``end`` is at most ``len - min_messages``, once the list is longer than
   ``max_messages``, and as large as the rules allow;
 * token mode: the smallest ``end`` whose survivors fit ``target_tokens``, once the list is
@@ -142,12 +145,17 @@ class PlanState:
         little as possible, or None when no allowed window prunes anything."""
         limits = self._limits
         size = len(self.views)
-        bound = min(size - 1, self._kept_turns_start())
+        bound = min(size - 1, self._kept_turns_start(), self._newest_human())
         if limits.max_tokens is not None:
             target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
             latest = self._last_valid_end(bound)
             return None if latest is None else self._first_fitting_end(latest, target)
         return self._last_valid_end(min(size - limits.min_messages, bound))
+
+    def _newest_human(self) -> int:
+        """The position of the newest human message (or the end): it is never pruned."""
+        humans = self._human_seqs
+        return bisect_left(self._seq, humans[-1]) if humans else len(self.views)
 
     def _kept_turns_start(self) -> int:
         """The position of the oldest of the ``keep_groups`` newest turns (or the end)."""

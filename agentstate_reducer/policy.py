@@ -104,8 +104,6 @@ class ClearToolOutputs(ReductionStep):
         older = tool_positions[: max(0, len(tool_positions) - self.keep_last)]
         touched: list[Any] = []
         for position in older:
-            if state.fits():
-                break
             message = messages[position]
             content = content_of(message)
             if content == self.placeholder or not content:

@@ -290,7 +290,9 @@ class MessageReducer:
         if remember:
             self._session = _Session(state, list(combined))
         if not state.over_limit():
-            return ReducerResult(surviving=combined, pruned=[])
+            return ReducerResult(
+                surviving=combined, pruned=[], tokens_before=state.total, tokens_after=state.total
+            )
         try:
             work = _Work(self, list(combined), state)
             work.run(steps)

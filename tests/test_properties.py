@@ -104,12 +104,16 @@ def test_only_human_and_ai_are_pruned_directly(records, shape, reducer):
 @EXAMPLES
 @given(conversations(), shapes, reducers())
 def test_newest_and_preserved_first_survive(records, shape, reducer):
-    """The newest message always survives; index 0 survives when preserve_first is on."""
+    """The newest message and the newest human message (the question being answered)
+    always survive; index 0 survives when preserve_first is on."""
     messages, result = split(records, shape, reducer, len(records))
     if messages:
         assert result.surviving and result.surviving[-1] is messages[-1]
         if reducer.config.preserve_first:
             assert result.surviving[0] is messages[0]
+        humans = [i for i, m in enumerate(records) if m.role == "human"]
+        if humans:
+            assert any(m is messages[humans[-1]] for m in result.surviving)
 
 
 @EXAMPLES
@@ -156,7 +160,13 @@ def oracle(records: list[Msg], config: ReducerConfig) -> set[int]:
     def size(gone: set[int]) -> int:
         return sum(1 + len(records[i].content) // 3 for i in range(n) if i not in gone)
 
-    valid = [(end, g) for end in range(start + 1, n) if (g := prune_set(end)) is not None]
+    humans = [i for i, m in enumerate(records) if m.role == "human"]
+    newest = humans[-1] if humans else n - 1
+    valid = [
+        (end, g)
+        for end in range(start + 1, min(n - 1, newest) + 1)
+        if (g := prune_set(end)) is not None
+    ]
     if config.token_mode:
         assert config.max_tokens is not None and config.effective_target_tokens is not None
         if size(set()) <= config.max_tokens:

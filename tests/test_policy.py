@@ -1,0 +1,269 @@
+"""Turn-aware windows, the ordered policy of steps, and validate mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer.policy import ClearToolOutputs, DropOldest, Summarize, TruncateLargest
+
+from .strategies import Msg, conversations, rendered, shapes
+from .test_properties import callers, positions, tokens_of
+
+EXAMPLES = settings(max_examples=250, deadline=None)
+
+
+@st.composite
+def turn_reducers(draw: st.DrawFn) -> MessageReducer:
+    max_tokens = draw(st.integers(1, 150))
+    return MessageReducer(
+        config=ReducerConfig(
+            max_tokens=max_tokens,
+            target_tokens=draw(st.integers(1, max_tokens)),
+            token_counter=tokens_of,
+            preserve_first=draw(st.booleans()),
+            start_on_human=draw(st.booleans()),
+            keep_groups=draw(st.integers(0, 3)),
+        )
+    )
+
+
+def turn_oracle(records: list[Msg], config: ReducerConfig) -> set[int]:
+    """Brute force over window ends, with the turn rules added to the core's."""
+    n = len(records)
+    start = 1 if config.preserve_first else 0
+    linked = callers(records)
+    humans = [i for i, m in enumerate(records) if m.role == "human"]
+    bound = min(n - 1, humans[-1]) if humans else n - 1
+    if config.keep_groups and humans:
+        bound = min(
+            bound, humans[-config.keep_groups] if len(humans) >= config.keep_groups else humans[0]
+        )
+
+    def prune_set(end: int) -> set[int] | None:
+        if config.start_on_human and records[end].role != "human":
+            return None
+        gone = {i for i in range(start, end) if records[i].role in ("human", "ai")}
+        gone |= {i for i in range(start, end) if linked.get(i, -1) in gone}
+        if any((r in gone) != (c in gone) for r, c in linked.items()):
+            return None
+        return gone
+
+    def size(gone: set[int]) -> int:
+        return sum(1 + len(records[i].content) // 3 for i in range(n) if i not in gone)
+
+    assert config.max_tokens is not None and config.effective_target_tokens is not None
+    if size(set()) <= config.max_tokens:
+        return set()
+    valid = [g for end in range(start + 1, bound + 1) if (g := prune_set(end)) is not None]
+    for gone in valid:
+        if size(gone) <= config.effective_target_tokens:
+            return gone
+    return valid[-1] if valid else set()
+
+
+@EXAMPLES
+@given(conversations(), shapes, turn_reducers())
+def test_turn_rules_match_brute_force(
+    records: list[Msg], shape: str, reducer: MessageReducer
+) -> None:
+    """With start_on_human and keep_groups, the pruned set is the brute-force one: the
+    smallest window that fits the target, ending on a user message (start_on_human) and
+    before the newest keep_groups turns; else the largest such window."""
+    messages = rendered(records, shape)
+    result = reducer.reduce(existing=messages)
+    assert set(positions(result.pruned, messages)) == turn_oracle(records, reducer.config)
+
+
+@EXAMPLES
+@given(conversations(), shapes, turn_reducers())
+def test_turn_rules_keep_history_valid(
+    records: list[Msg], shape: str, reducer: MessageReducer
+) -> None:
+    """The kept history starts on a user message once anything is pruned (start_on_human),
+    and the newest keep_groups turns survive whole."""
+    config = reducer.config
+    messages = rendered(records, shape)
+    result = reducer.reduce(existing=messages)
+    kept = set(positions(result.surviving, messages))
+    gone = positions(result.pruned, messages)
+    if config.start_on_human and gone:
+        after = [i for i in range(gone[-1] + 1, len(records)) if records[i].role in ("human", "ai")]
+        assert not after or records[after[0]].role == "human"
+    humans = [i for i, m in enumerate(records) if m.role == "human"]
+    if config.keep_groups and humans:
+        first_kept = humans[-config.keep_groups] if len(humans) >= config.keep_groups else humans[0]
+        assert all(i in kept for i in range(first_kept, len(records)))
+
+
+def tool_chat(turns: int, output: str = "x" * 200) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": "sys", "id": "sys"}]
+    for t in range(turns):
+        call = {"id": f"c{t}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        out += [
+            {"role": "user", "content": f"q{t}", "id": f"q{t}"},
+            {"role": "assistant", "content": None, "tool_calls": [call], "id": f"a{t}"},
+            {"role": "tool", "tool_call_id": f"c{t}", "content": output, "id": f"t{t}"},
+            {"role": "assistant", "content": f"answer {t}", "id": f"b{t}"},
+        ]
+    return out
+
+
+def test_clear_tool_outputs_keeps_pairs_and_the_newest_outputs() -> None:
+    step = ClearToolOutputs(keep_last=2)
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=400, policy=[step, DropOldest()]))
+    history = tool_chat(6)
+    result = reducer.reduce(existing=history)
+    assert len(result.surviving) == len(history) and result.pruned == []
+    tools = [m for m in result.surviving if m["role"] == "tool"]
+    assert [m["content"] == step.placeholder for m in tools] == [True] * 4 + [False] * 2
+    assert [m["id"] for m in tools] == [f"t{t}" for t in range(6)]
+    assert history[3]["content"] == "x" * 200, "the caller's messages are not changed"
+    [report] = result.steps
+    assert report.step == "clear_tool_outputs" and len(report.touched) == 4
+    assert report.tokens_after < report.tokens_before == result.tokens_before
+    assert result.tokens_after <= 400
+
+
+def test_cleared_outputs_are_not_touched_again() -> None:
+    """Clearing is recorded in the list itself: the next reduce leaves cleared ones be."""
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            max_tokens=400, target_tokens=300, policy=[ClearToolOutputs(keep_last=1)]
+        )
+    )
+    first = reducer.reduce(existing=tool_chat(6))
+    more = tool_chat(12)[len(tool_chat(6)) :]
+    second = reducer.reduce(existing=first.surviving, new=more)
+    touched = [m["id"] for report in second.steps for m in report.touched]
+    already = {m["id"] for report in first.steps for m in report.touched}
+    assert touched and not already & set(touched)
+
+
+def test_steps_stop_once_the_list_fits() -> None:
+    reducer = MessageReducer(
+        config=ReducerConfig(max_tokens=400, policy=[ClearToolOutputs(keep_last=1), DropOldest()])
+    )
+    result = reducer.reduce(existing=tool_chat(8))
+    assert [r.step for r in result.steps] == ["clear_tool_outputs"]
+    heavy = MessageReducer(
+        config=ReducerConfig(max_tokens=100, policy=[ClearToolOutputs(keep_last=1), DropOldest()])
+    ).reduce(existing=tool_chat(8))
+    assert [r.step for r in heavy.steps] == ["clear_tool_outputs", "drop_oldest"]
+    assert heavy.steps[1].touched == heavy.pruned and heavy.tokens_after <= 100
+
+
+def test_truncate_cuts_an_oversized_newest_message_with_a_marker() -> None:
+    huge = {"role": "user", "content": "lorem ipsum " * 500, "id": "big"}
+    reducer = MessageReducer(
+        config=ReducerConfig(max_tokens=300, policy=[DropOldest(), TruncateLargest()])
+    )
+    result = reducer.reduce(existing=tool_chat(2), new=[huge])
+    newest = result.surviving[-1]
+    assert newest["id"] == "big" and "truncated" in newest["content"]
+    assert newest["content"].startswith("lorem ipsum")
+    assert result.tokens_after <= 300
+    assert sum(reducer.count_tokens(m) for m in result.surviving) == result.tokens_after
+
+
+def test_without_truncate_the_newest_message_survives_over_budget() -> None:
+    huge = {"role": "user", "content": "lorem ipsum " * 500, "id": "big"}
+    result = MessageReducer(config=ReducerConfig(max_tokens=300)).reduce(new=[huge])
+    assert result.surviving == [huge] and result.tokens_after > 300
+
+
+def test_summarize_step_summarises_what_it_drops() -> None:
+    seen: list[list[Any]] = []
+
+    def summarize(pruned: list[Any]) -> str:
+        seen.append(pruned)
+        return "earlier: weather questions"
+
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            max_tokens=200,
+            summarize_fn=summarize,
+            inject_summary=True,
+            policy=[ClearToolOutputs(keep_last=1), Summarize()],
+        )
+    )
+    result = reducer.reduce(existing=tool_chat(6))
+    assert seen == [result.pruned] and result.summary == "earlier: weather questions"
+    assert result.surviving[1] is result.summary_messages[0]
+    assert [r.step for r in result.steps] == ["clear_tool_outputs", "summarize"]
+
+
+def test_reply_reserve_shrinks_the_history_budget() -> None:
+    history = tool_chat(4, output="y" * 40)
+    plain = MessageReducer(config=ReducerConfig(max_tokens=200)).reduce(existing=history)
+    reserved = MessageReducer(config=ReducerConfig(max_tokens=200, reply_reserve=80)).reduce(
+        existing=history
+    )
+    assert plain.tokens_after <= 200 and reserved.tokens_after <= 120 < plain.tokens_after
+
+
+def test_apply_step_runs_exactly_one_step() -> None:
+    reducer = MessageReducer(
+        config=ReducerConfig(max_tokens=60, policy=[ClearToolOutputs(keep_last=0), DropOldest()])
+    )
+    history = tool_chat(5)
+    cleared = reducer.apply_step("clear_tool_outputs", history)
+    assert [r.step for r in cleared.steps] == ["clear_tool_outputs"] and cleared.pruned == []
+    dropped = reducer.apply_step("drop_oldest", history)
+    assert [r.step for r in dropped.steps] == ["drop_oldest"] and dropped.pruned
+    with pytest.raises(
+        KeyError, match=r"no reduction step 'shrink'.*'clear_tool_outputs', 'drop_oldest'"
+    ):
+        reducer.apply_step("shrink", history)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"policy": [ClearToolOutputs()]}, ValueError, r"works on tokens: set max_tokens"),
+        ({"max_tokens": 10, "policy": [Summarize()]}, ValueError, r"needs summarize_fn"),
+        ({"max_tokens": 10, "policy": [DropOldest(), DropOldest()]}, ValueError, "used twice"),
+        ({"max_tokens": 10, "policy": ["drop"]}, TypeError, r"policy\[0\] is not a reduction step"),
+        ({"max_tokens": 10, "reply_reserve": 10}, ValueError, "leaves no room for history"),
+        ({"reply_reserve": 5}, ValueError, "needs max_tokens"),
+        ({"keep_groups": -1}, ValueError, "keep_groups must be at least 0"),
+        ({"mode": "audit"}, ValueError, "mode must be 'reduce' or 'validate'"),
+    ],
+)
+def test_bad_policies_are_rejected(
+    kwargs: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        ReducerConfig(**kwargs)
+
+
+def test_validate_mode_reports_broken_histories_and_changes_nothing() -> None:
+    """Each kind of problem is found, with the index at fault; nothing is pruned."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    broken = [
+        {"role": "system", "content": "sys"},
+        {"role": "assistant", "content": "I open the conversation"},
+        {"role": "tool", "tool_call_id": "zz", "content": "orphan"},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "user", "content": "no result came"},
+        {"role": "user", "content": "word " * 30},
+    ]
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=40, mode="validate"))
+    result = reducer.reduce(existing=broken)
+    assert result.surviving == broken and result.pruned == []
+    found = [(p.kind, p.index) for p in result.problems]
+    assert found == [
+        ("over_budget", None),
+        ("bad_first_message", 1),
+        ("orphan_result", 2),
+        ("dangling_call", 4),
+    ]
+    assert (
+        MessageReducer(config=ReducerConfig(max_tokens=10_000)).validate(tool_chat(3)).problems
+        == []
+    )

