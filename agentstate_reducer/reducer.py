@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from .config import ReducerConfig
 from .errors import PruneHookError, SummaryError
 from .hooks import HookDelivery
-from .messages import MessageView, view_of
+from .messages import MessageView, id_of, view_of
 from .planner import PlanLimits, PlanState, plan_prune
 from .policy import ReductionStep, StepReport, default_policy
 from .result import ReducerResult
@@ -20,6 +20,9 @@ from .tokens import TokenCounter
 from .validate import find_problems
 
 logger = logging.getLogger(__name__)
+
+# Summaries remembered per set of pruned message ids (see ``_summarize``).
+_SUMMARY_MEMORY = 32
 
 
 class MessageReducer:
@@ -85,6 +88,8 @@ class MessageReducer:
         # thread finding it taken plans from scratch.
         self._session: _Session | None = None
         self._session_lock = threading.Lock()
+        self._summaries: dict[tuple[str | None, ...], str | None] = {}
+        self._summary_lock = threading.Lock()
 
     @property
     def config(self) -> ReducerConfig:
@@ -362,6 +367,14 @@ class MessageReducer:
         summarize = self._config.summarize_fn
         if summarize is None:
             return None
+        # LangGraph replays channel writes (get_state, resuming after an interrupt), which
+        # reduces the same list again: reuse the summary of the same pruned messages.
+        ids = tuple(id_of(m) for m in pruned)
+        key = ids if all(ids) else None
+        if key is not None:
+            with self._summary_lock:
+                if key in self._summaries:
+                    return self._summaries[key]
         try:
             summary = summarize(pruned)
         except Exception as exc:
@@ -372,6 +385,11 @@ class MessageReducer:
             ) from exc
         if summary is not None and not isinstance(summary, str):
             raise TypeError(f"summarize_fn must return a str or None, got {summary!r}")
+        if key is not None:
+            with self._summary_lock:
+                self._summaries[key] = summary
+                while len(self._summaries) > _SUMMARY_MEMORY:
+                    self._summaries.pop(next(iter(self._summaries)))
         return summary
 
 

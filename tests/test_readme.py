@@ -35,7 +35,7 @@ def test_readme_snippet_runs(
         for key, value in (env or {}).items():
             monkeypatch.setenv(key, value)
     namespace: dict[str, Any] = {"__name__": "readme_snippet"}
-    exec(compile(code, str(README), "exec"), namespace)
+    exec(compile(code, str(README), "exec", dont_inherit=True), namespace)
 
 
 def test_readme_has_snippets() -> None:

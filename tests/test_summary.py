@@ -141,3 +141,23 @@ def test_injection_only_adds_the_summary_block(records: Any, shape: str) -> None
     block = {id(m) for m in injected.summary_messages}
     assert [m for m in injected.surviving if id(m) not in block] == plain.surviving
     assert bool(injected.summary_messages) == bool(plain.pruned)
+
+
+def test_the_same_pruned_messages_are_summarised_once() -> None:
+    """LangGraph replays writes through channel reducers: the same pruned ids reuse the
+    summary instead of calling summarize_fn (an LLM) again."""
+    calls: list[int] = []
+
+    def summarize(pruned: list[Any]) -> str:
+        calls.append(len(pruned))
+        return f"summary {len(calls)}"
+
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=2, max_messages=4, summarize_fn=summarize)
+    )
+    history = [dict(m, id=f"m{i}") for i, m in enumerate(chat(3))]
+    first = reducer.reduce(existing=history)
+    again = reducer.reduce(existing=history)
+    assert calls == [4] and first.summary == again.summary == "summary 1"
+    other = reducer.reduce(existing=history[:-1])
+    assert calls == [4, 3] and other.summary == "summary 2"

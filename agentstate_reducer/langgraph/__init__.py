@@ -3,7 +3,7 @@
 * ``Annotated[list, reducer.as_langgraph_reducer()]``: a channel reducer that merges like
   ``add_messages`` and then bounds the list (:func:`langgraph_reducer`).
 * :func:`create_reduction_node`: a node returning the ``RemoveMessage`` updates that bound a
-  plain ``MessagesState``.
+  plain ``MessagesState``; :func:`create_reduction_step_node` runs one step of a policy.
 * :class:`ReducerMiddleware` (LangChain ``create_agent``, needs ``langchain``) and
   :func:`make_pre_model_hook` (``create_react_agent``).
 """
@@ -16,6 +16,7 @@ try:
     from .state import (
         MergeMode,
         create_reduction_node,
+        create_reduction_step_node,
         langgraph_reducer,
         memory_namespace,
         messages_update,
@@ -35,6 +36,7 @@ __all__ = [
     "MergeMode",
     "ReducerMiddleware",
     "create_reduction_node",
+    "create_reduction_step_node",
     "langgraph_reducer",
     "make_pre_model_hook",
     "memory_namespace",

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MergeMode",
     "create_reduction_node",
+    "create_reduction_step_node",
     "langgraph_reducer",
     "memory_namespace",
     "messages_update",
@@ -95,8 +96,9 @@ def langgraph_reducer(
     ``on_prune`` hooks receive ``namespace=None``. Use :func:`create_reduction_node` or
     the checkpoint saver when hooks need a per-thread namespace. LangGraph may apply the
     same write more than once (``get_state`` on a thread with pending writes, resuming
-    after an interrupt): hooks are deduplicated by message id, but ``summarize_fn`` runs
-    again each time, so with an expensive summariser prefer :func:`create_reduction_node`.
+    after an interrupt): hooks are deduplicated by message id, and the reducer reuses the
+    summary it made for the same pruned messages (when they have ids) instead of calling
+    ``summarize_fn`` again.
     An update wrapped in LangGraph's ``Overwrite`` bypasses channel reducers, so it is
     stored unbounded.
 
@@ -348,7 +350,10 @@ def _read_messages(state: Any, messages_key: str) -> list[Any]:
 
 
 def _reduction_update(
-    reducer: MessageReducer, messages: Sequence[Any], config: RunnableConfig | None
+    reducer: MessageReducer,
+    messages: Sequence[Any],
+    config: RunnableConfig | None,
+    step_id: str | None = None,
 ) -> tuple[ReducerResult, list[Any]]:
     """Reduce ``messages`` and compute the ``add_messages`` update that stores the result.
 
@@ -358,6 +363,7 @@ def _reduction_update(
         reducer: The reducer.
         messages: The list in state.
         config: The run's config, for the hooks' namespace.
+        step_id: Run only this step of the reducer's policy (``reducer.apply_step``).
 
     Returns:
         The reducer's result and the update (empty when nothing changes).
@@ -366,7 +372,11 @@ def _reduction_update(
         SummaryError: ``summarize_fn`` failed; nothing was pruned.
         PruneHookError: An ``on_prune`` hook failed (with ``on_prune_error="raise"``).
     """
-    result = reducer.reduce(list(messages), namespace=memory_namespace(reducer, config))
+    namespace = memory_namespace(reducer, config)
+    if step_id is None:
+        result = reducer.reduce(list(messages), namespace=namespace)
+    else:
+        result = reducer.apply_step(step_id, list(messages), namespace=namespace)
     return result, messages_update(messages, result.surviving)
 
 
@@ -411,3 +421,68 @@ def create_reduction_node(
         return await run_in_executor(config, reduce_messages, state, config)
 
     return RunnableLambda(reduce_messages, afunc=areduce_messages, name="reduce_messages")
+
+
+StepChoice = str | Callable[[Any], str]
+"""A step id, or a function of the state that returns one."""
+
+
+def create_reduction_step_node(
+    reducer: MessageReducer,
+    step_id: StepChoice,
+    *,
+    messages_key: str = "messages",
+    update: Callable[[ReducerResult, Any], Mapping[str, Any]] | None = None,
+    name: str | None = None,
+) -> RunnableLambda[Any, dict[str, Any]]:
+    """A graph node that applies exactly one step of the reducer's policy.
+
+    The Python form of a context-reduction node that runs one registered reduction step:
+    it works like :func:`create_reduction_node`, but runs only the step ``step_id`` (fixed,
+    or chosen from the state when it runs), and only when the list is over the reducer's
+    limit. Chain several such nodes, with your own routing between them, to run a policy
+    one step per node.
+
+    Args:
+        reducer: The reducer whose policy holds the step.
+        step_id: The step's id, or a function ``(state) -> id``.
+        messages_key: The state key holding the messages.
+        update: Optional ``(result, state) -> dict`` whose keys are added to the node's
+            update (for example to record ``result.steps`` in state).
+        name: The node's name; defaults to ``"reduce_" + step_id`` for a fixed id.
+
+    Returns:
+        A runnable node, usable with ``invoke`` and ``ainvoke``.
+
+    Raises:
+        KeyError: A fixed ``step_id`` is not in the reducer's policy.
+        ValueError: ``messages_key`` is empty or not a string.
+        TypeError: ``step_id`` is neither a string nor callable.
+
+    When run, the node raises ``KeyError`` for a chosen id not in the policy or a state
+    without ``messages_key``, and ``SummaryError`` / ``PruneHookError`` from the reducer.
+    """
+    if not isinstance(messages_key, str) or not messages_key:
+        raise ValueError(f"messages_key must be a non-empty string, got {messages_key!r}")
+    known = [step.id for step in reducer.steps]
+    if isinstance(step_id, str):
+        if step_id not in known:
+            raise KeyError(f"no reduction step {step_id!r} in the reducer's policy ({known})")
+    elif not callable(step_id):
+        raise TypeError(f"step_id must be a step id or a function of the state, got {step_id!r}")
+
+    def reduce_step(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        chosen = step_id if isinstance(step_id, str) else step_id(state)
+        result, messages = _reduction_update(
+            reducer, _read_messages(state, messages_key), config, step_id=chosen
+        )
+        out: dict[str, Any] = {messages_key: messages} if messages else {}
+        if update is not None:
+            out.update(update(result, state))
+        return out
+
+    async def areduce_step(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        return await run_in_executor(config, reduce_step, state, config)
+
+    node_name = name or (f"reduce_{step_id}" if isinstance(step_id, str) else "reduce_step")
+    return RunnableLambda(reduce_step, afunc=areduce_step, name=node_name)
