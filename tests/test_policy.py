@@ -267,3 +267,22 @@ def test_validate_mode_reports_broken_histories_and_changes_nothing() -> None:
         MessageReducer(config=ReducerConfig(max_tokens=10_000)).validate(tool_chat(3)).problems
         == []
     )
+
+
+@EXAMPLES
+@given(conversations(), shapes, turn_reducers(), st.lists(st.integers(1, 4), max_size=20))
+def test_turn_rules_hold_turn_by_turn_and_settle(
+    records: list[Msg], shape: str, reducer: MessageReducer, sizes: list[int]
+) -> None:
+    """Growing a chat turn by turn through one reducer gives the fresh plan at every turn,
+    and reducing the final list again prunes nothing."""
+    messages = rendered(records, shape)
+    history: list[Any] = []
+    at = 0
+    for size in [*sizes, len(messages)]:
+        new, at = messages[at : at + size], at + size
+        kept = reducer.reduce(existing=history, new=new)
+        fresh = MessageReducer(config=reducer.config).reduce(existing=history, new=new)
+        assert [id(m) for m in kept.surviving] == [id(m) for m in fresh.surviving]
+        history = kept.surviving
+    assert reducer.reduce(existing=history).pruned == []
