@@ -240,9 +240,64 @@ def view_of(msg: Any, where: str) -> MessageView:
         TypeError: ``msg`` is not a message; the error names ``where``.
     """
     try:
-        role = role_of(msg)
+        return read_view(msg)
     except TypeError as exc:
         raise TypeError(f"{where}: {exc}") from None
+
+
+def read_view(msg: Any) -> MessageView:
+    """:func:`view_of` without the position: the reducer's hot path.
+
+    Plain dicts and objects with a string ``type`` (LangChain messages) are read directly;
+    anything else goes through the general accessors.
+
+    Raises:
+        TypeError: ``msg`` is not a message.
+    """
+    if type(msg) is dict:
+        fields: Mapping[str, Any] | None = msg
+        raw = msg.get("role")
+        if raw is None:
+            raw = msg.get("type")
+            data = msg.get("data")
+            if type(data) is dict and "content" not in msg:
+                fields = data
+                if raw == "chat":
+                    raw = data.get("role") or raw
+        if type(raw) is not str:
+            return _general_view(msg)
+    else:
+        raw = getattr(msg, "type", None)
+        if type(raw) is not str or raw == "chat":
+            return _general_view(msg)
+        fields = None
+    role = ROLE_ALIASES.get(raw)
+    if role is None:
+        role = _normalise(raw)
+    found = fields.get("id") if fields is not None else getattr(msg, "id", None)
+    message_id = found if type(found) is str and found else None
+    if role == AI:
+        calls = fields.get("tool_calls") if fields is not None else getattr(msg, "tool_calls", None)
+        if not calls:  # also looks in additional_kwargs
+            return MessageView(role, message_id, tool_call_ids_of(msg), None)
+        ids = []
+        for call in calls:
+            call_id = call.get("id") if type(call) is dict else _call_id(call)
+            if type(call_id) is str and call_id:
+                ids.append(call_id)
+        return MessageView(role, message_id, tuple(ids), None)
+    if role == TOOL:
+        answered = (
+            fields.get("tool_call_id") if fields is not None else getattr(msg, "tool_call_id", None)
+        )
+        return MessageView(
+            role, message_id, (), answered if type(answered) is str and answered else None
+        )
+    return MessageView(role, message_id, (), None)
+
+
+def _general_view(msg: Any) -> MessageView:
+    role = role_of(msg)
     fields = _fields(msg)
     found = fields.get("id") if fields is not None else getattr(msg, "id", None)
     message_id = found if isinstance(found, str) and found else None

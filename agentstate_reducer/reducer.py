@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from .config import ReducerConfig
 from .errors import PruneHookError, SummaryError
 from .hooks import HookDelivery
-from .messages import MessageView, id_of, view_of
+from .messages import MessageView, id_of, read_view, view_of
 from .planner import PlanLimits, PlanState, plan_prune
 from .policy import ReductionStep, StepReport, default_policy
 from .result import ReducerResult
@@ -292,24 +292,22 @@ class MessageReducer:
         state, known = self._resume(combined) if remember else (PlanState(self._limits), 0)
         views, tokens = self._read(combined[known:], lambda i: where(known + i))
         state.extend(views, tokens)
-        if remember:
-            self._session = _Session(state, list(combined))
         if not state.over_limit():
+            if remember:
+                self._session = _Session(state, list(combined))
             return ReducerResult(
                 surviving=combined, pruned=[], tokens_before=state.total, tokens_after=state.total
             )
-        try:
-            work = _Work(self, list(combined), state)
-            work.run(steps)
-            result = work.result()
-            if self._delivery and result.pruned:
-                self._hand_over(result, namespace, work.original)
-        except BaseException:
-            # The state went part of the way; plan the caller's list afresh next time.
-            self._session = None
-            raise
+        if remember:
+            self._session = None  # until the steps below succeed
+        # If a step or hook raises, the session stays empty: the state went part of the
+        # way, and the caller's list is planned afresh next time.
+        work = _Work(self, combined, state)
+        work.run(steps)
+        result = work.result()
+        if self._delivery and result.pruned:
+            self._hand_over(result, namespace, work.original)
         if result.hook_error is not None:
-            self._session = None
             return result
         if remember:
             self._session = _Session(work.state, list(result.surviving))
@@ -338,11 +336,21 @@ class MessageReducer:
     def _read(
         self, messages: list[Any], where: Callable[[int], str]
     ) -> tuple[list[MessageView], list[int] | None]:
-        views = [view_of(message, where(i)) for i, message in enumerate(messages)]
+        try:
+            views = [read_view(message) for message in messages]
+        except TypeError:
+            # Read again, naming positions, to say which entry is not a message.
+            views = [view_of(message, where(i)) for i, message in enumerate(messages)]
         count = self._count_tokens
         if count is None:
             return views, None
-        return views, [count(message, where(i), views[i]) for i, message in enumerate(messages)]
+        try:
+            tokens = [
+                count(message, "", view) for message, view in zip(messages, views, strict=True)
+            ]
+        except TypeError:
+            tokens = [count(m, where(i), views[i]) for i, m in enumerate(messages)]
+        return views, tokens
 
     def _resume(self, combined: list[Any]) -> tuple[PlanState, int]:
         """The remembered plan state if ``combined`` extends the list it describes."""
@@ -398,8 +406,8 @@ class _Work:
 
     def __init__(self, reducer: MessageReducer, messages: list[Any], state: PlanState) -> None:
         self._reducer = reducer
-        self.original = list(messages)
-        self.messages = messages
+        self.original = messages
+        self.messages = list(messages)  # steps may rewrite entries in place
         self.state = state
         limits = reducer._limits
         target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens

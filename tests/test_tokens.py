@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentstate_reducer import MessageReducer, ReducerConfig
 from agentstate_reducer.tokens import IMAGE_TOKENS, TokenCounter, estimate_text_tokens
@@ -126,3 +128,52 @@ def test_counter_returning_garbage_is_named() -> None:
     reducer = MessageReducer(config=ReducerConfig(max_tokens=10, token_counter=lambda m: "many"))
     with pytest.raises(TypeError, match=r"token_counter returned 'many' for new\[0\]"):
         reducer.reduce(new=[{"role": "user", "content": "x"}])
+
+
+_texts = st.text(alphabet=st.sampled_from(list("ab cd\n日本é{}\"'")), max_size=60)
+
+
+@st.composite
+def langchain_messages(draw: st.DrawFn) -> Any:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    kind = draw(st.sampled_from(["human", "ai", "system", "developer", "tool"]))
+    blocks = st.lists(
+        st.one_of(
+            _texts,
+            st.builds(lambda t: {"type": "text", "text": t}, _texts),
+            st.just({"type": "image_url", "image_url": {"url": "data:x"}}),
+            st.builds(lambda t: {"type": "reasoning", "reasoning": t}, _texts),
+        ),
+        max_size=3,
+    )
+    content = draw(st.one_of(_texts, blocks))
+    name = draw(st.one_of(st.none(), _texts))
+    if kind == "human":
+        return HumanMessage(content=content, name=name)
+    if kind == "system":
+        return SystemMessage(content=content, name=name)
+    if kind == "developer":
+        return SystemMessage(content=content, additional_kwargs={"__openai_role__": "developer"})
+    if kind == "tool":
+        return ToolMessage(content=content, tool_call_id=draw(_texts) or "c", name=name)
+    calls = draw(
+        st.lists(
+            st.builds(
+                lambda n, a: {"id": "c1", "name": n or "f", "args": {"q": a}}, _texts, _texts
+            ),
+            max_size=2,
+        )
+    )
+    return AIMessage(content=content, tool_calls=calls, name=name)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(langchain_messages(), min_size=1, max_size=5))
+def test_approximate_matches_langchain_exactly(messages: list[Any]) -> None:
+    """token_counter="approximate" gives, message by message, exactly what LangChain's
+    count_tokens_approximately gives for the whole list."""
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    count = TokenCounter("approximate")
+    assert sum(count(m) for m in messages) == count_tokens_approximately(messages)
