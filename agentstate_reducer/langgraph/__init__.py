@@ -6,6 +6,9 @@
   plain ``MessagesState``; :func:`create_reduction_step_node` runs one step of a policy.
 * :class:`ReducerMiddleware` (LangChain ``create_agent``, needs ``langchain``) and
   :func:`make_pre_model_hook` (``create_react_agent``).
+* :class:`ReducingCheckpointSaver`: wraps any checkpointer so the message channel is
+  reduced before each checkpoint is written; :func:`compact_thread` shrinks a thread
+  stored before the wrapper was added.
 """
 
 from __future__ import annotations
@@ -13,6 +16,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 try:
+    from .saver import (
+        CheckpointReduction,
+        ReducingCheckpointSaver,
+        acompact_thread,
+        compact_thread,
+    )
     from .state import (
         MergeMode,
         create_reduction_node,
@@ -33,8 +42,12 @@ _AGENT_NAMES = ("AgentMode", "ReducerMiddleware", "make_pre_model_hook")
 
 __all__ = [
     "AgentMode",
+    "CheckpointReduction",
     "MergeMode",
     "ReducerMiddleware",
+    "ReducingCheckpointSaver",
+    "acompact_thread",
+    "compact_thread",
     "create_reduction_node",
     "create_reduction_step_node",
     "langgraph_reducer",

@@ -1,0 +1,219 @@
+"""Long-term memory hand-off through the wrapper: once each, never lost.
+
+A run writes several checkpoints over overlapping lists; each pruned message must reach
+``on_prune`` exactly once, with the run's namespace, and a failing hook must stop the
+checkpoint that would drop its messages, leaving the step to be retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+
+from agentstate_reducer import PruneHookError, SummaryError
+from agentstate_reducer.langgraph.saver import ReducingCheckpointSaver
+from tests.langgraph_saver._graphs import (
+    MAX,
+    Memory,
+    agent_graph,
+    assert_bounded,
+    assert_each_once,
+    config,
+    reducer,
+    stored_lists,
+    turn,
+)
+
+
+def test_namespace_comes_from_the_run_config(sync_inner: BaseCheckpointSaver[Any]) -> None:
+    """``configurable.memory_namespace`` is handed to the hooks as given."""
+    memory = Memory()
+    graph = agent_graph(ReducingCheckpointSaver(sync_inner, reducer(memory)))
+    cfg = config("ns", memory_namespace=("users", "alice"))
+    for n in range(10):
+        graph.invoke(turn(n), cfg)
+    assert memory.batches
+    assert memory.namespaces == {("users", "alice")}
+
+
+def test_custom_namespace_key(sync_inner: BaseCheckpointSaver[Any]) -> None:
+    """The reducer's ``namespace_key`` names the configurable key read."""
+    memory = Memory()
+    graph = agent_graph(
+        ReducingCheckpointSaver(sync_inner, reducer(memory, namespace_key="user_ns"))
+    )
+    for n in range(10):
+        graph.invoke(turn(n), config("ns", user_ns="bob", memory_namespace="ignored"))
+    assert memory.namespaces == {"bob"}
+
+
+def test_once_each_with_a_new_wrapper_every_turn(sync_inner: BaseCheckpointSaver[Any]) -> None:
+    """Several processes taking turns on one thread (a new wrapper and graph per turn,
+    nothing remembered between them but the reducer): still once each."""
+    memory = Memory()
+    shared = reducer(memory)
+    cfg = config("workers")
+    for n in range(40):
+        agent_graph(ReducingCheckpointSaver(sync_inner, shared)).invoke(turn(n), cfg)
+    newest = agent_graph(sync_inner).get_state(cfg).values["messages"]
+    assert len(memory.ids) + len(newest) == 40 * 4
+    assert_each_once(memory, set(memory.ids) | {m.id for m in newest}, newest)
+
+
+def _created(inner: BaseCheckpointSaver[Any], cfg: dict[str, Any]) -> set[str]:
+    """Every message id the thread holds: its newest stored list and the pending writes."""
+    newest = inner.get_tuple(cfg)
+    assert newest is not None
+    ids = {m.id for m in newest.checkpoint["channel_values"]["messages"]}
+    for _, channel, value in newest.pending_writes or []:
+        if channel == "messages":
+            ids |= {m.id for m in value}
+    return ids
+
+
+def test_a_failing_hook_stops_the_step_and_loses_nothing(
+    sync_inner: BaseCheckpointSaver[Any],
+) -> None:
+    """When the hook fails, invoke raises, the checkpoint that would prune is not written
+    (the messages are still stored), and resuming delivers them, once."""
+    memory = Memory()
+    graph = agent_graph(ReducingCheckpointSaver(sync_inner, reducer(memory)))
+    cfg = config("flaky")
+    for n in range(3):
+        graph.invoke(turn(n), cfg)
+    assert not memory.batches
+
+    memory.failing = True
+    with pytest.raises(PruneHookError):
+        graph.invoke(turn(3), cfg)
+    assert memory.failures >= 1
+    held = _created(sync_inner, cfg)
+    assert {"h0", "h1", "h2", "h3"} <= held, "a message the failed hook did not take is gone"
+    assert_bounded(stored_lists(sync_inner.list(cfg)))
+
+    memory.failing = False
+    graph.invoke(None, cfg)  # retry the failed step
+    for n in range(4, 12):
+        graph.invoke(turn(n), cfg)
+    newest = graph.get_state(cfg).values["messages"]
+    assert "h1" in memory.ids  # h0 is the pinned first message
+    assert len(memory.ids) + len(newest) == 12 * 4
+    assert_each_once(memory, set(memory.ids) | {m.id for m in newest}, newest)
+
+
+async def test_a_failing_hook_stops_the_step_and_loses_nothing_async(
+    async_inner: BaseCheckpointSaver[Any],
+) -> None:
+    """Async twin: aput raises, nothing is lost, resuming delivers once."""
+    memory = Memory()
+    graph = agent_graph(ReducingCheckpointSaver(async_inner, reducer(memory)), is_async=True)
+    cfg = config("flaky")
+    for n in range(3):
+        await graph.ainvoke(turn(n), cfg)
+    memory.failing = True
+    with pytest.raises(PruneHookError):
+        await graph.ainvoke(turn(3), cfg)
+    newest_tuple = await async_inner.aget_tuple(cfg)
+    assert newest_tuple is not None
+    assert "h1" in {m.id for m in newest_tuple.checkpoint["channel_values"]["messages"]}
+
+    memory.failing = False
+    await graph.ainvoke(None, cfg)
+    for n in range(4, 12):
+        await graph.ainvoke(turn(n), cfg)
+    newest = (await graph.aget_state(cfg)).values["messages"]
+    assert len(memory.ids) + len(newest) == 12 * 4
+    assert_each_once(memory, set(memory.ids) | {m.id for m in newest}, newest)
+
+
+def test_keep_mode_stores_everything_until_the_hook_recovers(
+    sync_inner: BaseCheckpointSaver[Any],
+) -> None:
+    """With ``on_prune_error="keep"`` a failing hook keeps the whole list (stored over the
+    bound for a while), and the first reduce after recovery hands it all over once."""
+    memory = Memory()
+    graph = agent_graph(ReducingCheckpointSaver(sync_inner, reducer(memory, on_prune_error="keep")))
+    cfg = config("keep")
+    memory.failing = True
+    for n in range(6):
+        graph.invoke(turn(n), cfg)
+    newest = sync_inner.get_tuple(cfg)
+    assert newest is not None
+    assert len(newest.checkpoint["channel_values"]["messages"]) == 24
+    memory.failing = False
+    for n in range(6, 10):
+        graph.invoke(turn(n), cfg)
+    final = graph.get_state(cfg).values["messages"]
+    assert len(final) <= MAX
+    assert len(memory.ids) + len(final) == 40
+    assert_each_once(memory, set(memory.ids) | {m.id for m in final}, final)
+
+
+def test_a_failing_summary_stops_the_step(sync_inner: BaseCheckpointSaver[Any]) -> None:
+    """summarize_fn raising fails the step with SummaryError; nothing pruned is lost."""
+    calls: list[int] = []
+    broken = {"on": False}
+
+    def summarize(pruned: list[Any]) -> str:
+        if broken["on"]:
+            raise RuntimeError("model overloaded")
+        calls.append(len(pruned))
+        return f"{len(pruned)} earlier messages about sums"
+
+    memory = Memory()
+    r = reducer(memory, summarize_fn=summarize, inject_summary=True)
+    graph = agent_graph(ReducingCheckpointSaver(sync_inner, r))
+    cfg = config("summary")
+    for n in range(3):
+        graph.invoke(turn(n), cfg)
+    broken["on"] = True
+    with pytest.raises(SummaryError):
+        graph.invoke(turn(3), cfg)
+    assert "h1" in _created(sync_inner, cfg)
+    broken["on"] = False
+    graph.invoke(None, cfg)
+    for n in range(4, 20):
+        graph.invoke(turn(n), cfg)
+    stored = stored_lists(sync_inner.list(cfg))
+    assert_bounded(stored)
+    # One summary per prune event, not one per checkpoint written.
+    assert len(calls) == len(memory.batches)
+    assert sum(calls) == len(memory.ids)
+    assert any("earlier messages about sums" in str(m.content) for m in stored[0])
+
+
+async def test_a_slow_hook_does_not_stall_the_event_loop() -> None:
+    """aput runs a reduce that calls hooks in a worker thread: while a hook blocks for
+    0.4 s, other coroutines keep running."""
+
+    def slow(messages: list[Any], namespace: Any) -> None:
+        time.sleep(0.4)
+
+    graph = agent_graph(
+        ReducingCheckpointSaver(InMemorySaver(), reducer(on_prune=[slow])), is_async=True
+    )
+    cfg = config("slow")
+    for n in range(3):
+        await graph.ainvoke(turn(n), cfg)  # 12 messages: the next turn prunes
+    ticks = 0
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    async def prune_turn() -> None:
+        await graph.ainvoke(turn(3), cfg)
+        done.set()
+
+    began = time.perf_counter()
+    await asyncio.gather(ticker(), prune_turn())
+    assert time.perf_counter() - began >= 0.4
+    assert ticks >= 15, f"the event loop stalled: {ticks} ticks in a 0.4 s hook"
