@@ -9,10 +9,10 @@ ARGS   ?=
 
 .PHONY: demo test lint bench install
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml integrations/cosmosdb/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev,demo]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,demo]" -e "integrations/cosmosdb[identity]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -1,0 +1,245 @@
+"""Faults: the server going away mid-run, throttling, and partly written puts."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from agentstate_cosmosdb import (
+    AsyncCosmosDBSaver,
+    CosmosDBSaver,
+    CosmosSaverError,
+    CosmosThrottledError,
+    CosmosUnavailableError,
+)
+from agentstate_cosmosdb._base import blob_id, checkpoint_doc_id, head_id, partition_key
+from azure.core.exceptions import AzureError
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.base.id import uuid6
+from langgraph.checkpoint.conformance.test_utils import (
+    generate_checkpoint,
+    generate_config,
+    generate_metadata,
+)
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+from .conftest import DATABASE, CosmosTestServer, new_container, raw_container, saver_kwargs
+
+pytestmark = pytest.mark.cosmos
+
+OUTAGE_MS = 1500
+
+
+def two_step_graph(saver: Any, server: CosmosTestServer, outages: list[int]) -> Any:
+    """START -> first -> second -> END; ``second`` takes the server down while ``outages``
+    holds entries (one per outage).
+
+    The tests run it with ``durability="sync"``, so the checkpoint after ``first`` is stored
+    before ``second`` runs and the outage hits the put that follows ``second``.
+    """
+
+    def first(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(content="first")]}
+
+    def second(state: MessagesState) -> dict[str, Any]:
+        if outages:
+            outages.pop()
+            server.outage(OUTAGE_MS)
+            time.sleep(0.2)  # let the listener close before the put that follows
+        return {"messages": [AIMessage(content="second")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("first", first)
+    builder.add_node("second", second)
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "second")
+    builder.add_edge("second", END)
+    return builder.compile(checkpointer=saver)
+
+
+def _assert_all_complete(saver: CosmosDBSaver, config: dict[str, Any]) -> None:
+    for tup in saver.list(config):
+        again = saver.get_tuple(tup.config)
+        assert again is not None, "a listed checkpoint cannot be read back"
+        assert again.checkpoint["channel_values"] == tup.checkpoint["channel_values"]
+
+
+def test_outage_mid_run_then_resume(server: CosmosTestServer) -> None:
+    """The server going away mid-run raises our CosmosUnavailableError (wrapping the SDK's)
+    within seconds; nothing half-written is visible; the run resumes once it is back."""
+    config = {"configurable": {"thread_id": "outage-sync"}}
+    with CosmosDBSaver(DATABASE, new_container(), **saver_kwargs(server)) as saver:
+        graph = two_step_graph(saver, server, outages=[1])
+        started = time.monotonic()
+        with pytest.raises(CosmosUnavailableError) as info:
+            graph.invoke({"messages": [HumanMessage(content="go")]}, config, durability="sync")
+        assert time.monotonic() - started < 15
+        assert isinstance(info.value.__cause__, AzureError)
+        assert "could not be reached" in str(info.value)
+
+        server.wait_until_up()
+        _assert_all_complete(saver, config)
+        before = [m.content for m in graph.get_state(config).values["messages"]]
+        assert before == ["go", "first"]
+
+        graph.invoke(None, config)
+        after = [m.content for m in graph.get_state(config).values["messages"]]
+        assert after == ["go", "first", "second"]
+        _assert_all_complete(saver, config)
+
+
+async def test_outage_mid_run_then_resume_async(server: CosmosTestServer) -> None:
+    """The same with AsyncCosmosDBSaver."""
+    config = {"configurable": {"thread_id": "outage-async"}}
+    async with AsyncCosmosDBSaver(DATABASE, new_container(), **saver_kwargs(server)) as saver:
+        graph = two_step_graph(saver, server, outages=[1])
+        started = time.monotonic()
+        with pytest.raises(CosmosUnavailableError) as info:
+            await graph.ainvoke(
+                {"messages": [HumanMessage(content="go")]}, config, durability="sync"
+            )
+        assert time.monotonic() - started < 15
+        assert isinstance(info.value.__cause__, AzureError)
+
+        server.wait_until_up()
+        before = await graph.aget_state(config)
+        assert [m.content for m in before.values["messages"]] == ["go", "first"]
+        await graph.ainvoke(None, config)
+        state = await graph.aget_state(config)
+        assert [m.content for m in state.values["messages"]] == ["go", "first", "second"]
+        async for tup in saver.alist(config):
+            assert await saver.aget_tuple(tup.config) is not None
+
+
+def test_unreachable_endpoint_fails_fast(server: CosmosTestServer) -> None:
+    """Nothing listening: setup raises CosmosUnavailableError, not an SDK error, quickly."""
+    kwargs = saver_kwargs(server, endpoint="https://127.0.0.1:9/")
+    started = time.monotonic()
+    with pytest.raises(CosmosUnavailableError), CosmosDBSaver(DATABASE, "x", **kwargs) as saver:
+        saver.setup()
+    assert time.monotonic() - started < 15
+
+
+def test_throttling_is_retried_within_bounds(sync_saver: CosmosDBSaver, server: Any) -> None:
+    """A few 429s are absorbed by the SDK's retries (honouring retry-after) in well under a
+    second each; a persistent 429 surfaces as CosmosThrottledError in bounded time."""
+    config = generate_config("throttled")
+    checkpoint = generate_checkpoint(channel_values={"ch": [1, 2]}, channel_versions={"ch": "1"})
+    server.reset_stats()
+    server.throttle(2, retry_after_ms=50)
+    started = time.monotonic()
+    stored = sync_saver.put(config, checkpoint, generate_metadata(), {"ch": "1"})
+    assert time.monotonic() - started < 5
+    assert server.stats().get("throttled") == 2
+    assert sync_saver.get_tuple(stored) is not None
+
+    server.throttle(10_000, retry_after_ms=50)
+    started = time.monotonic()
+    with pytest.raises(CosmosThrottledError) as info:
+        sync_saver.get_tuple(config)
+    assert time.monotonic() - started < 10
+    assert info.value.status_code == 429
+    server.throttle(0)
+    assert sync_saver.get_tuple(config) is not None
+
+
+def test_partly_written_put_is_never_visible(server: CosmosTestServer) -> None:
+    """A put that stopped after writing its checkpoint document but before its values and head
+    (simulated on the server) leaves the previous checkpoint as latest and in the history,
+    and the partial one invisible to get_tuple and list."""
+    container = new_container()
+    thread = "partial"
+    pk = partition_key(thread)
+    with CosmosDBSaver(DATABASE, container, **saver_kwargs(server)) as saver:
+        first = saver.put(
+            generate_config(thread),
+            generate_checkpoint(channel_values={"ch": ["a"]}, channel_versions={"ch": "1"}),
+            generate_metadata(step=0),
+            {"ch": "1"},
+        )
+        items = raw_container(server, container)
+        head_before = items.read_item(head_id(""), partition_key=pk)
+
+        # Big enough to get a blob document of its own (small values live in the checkpoint
+        # document, which is written or not as a whole).
+        cp2 = generate_checkpoint(
+            channel_values={"ch": ["b" * 400_000]}, channel_versions={"ch": "2"}
+        )
+        second = saver.put(first, cp2, generate_metadata(step=1), {"ch": "2"})
+        # Undo the blob and the head: what a crash between the documents would leave.
+        items.delete_item(blob_id("", "ch", "2"), partition_key=pk)
+        items.replace_item(head_id(""), {k: v for k, v in head_before.items() if k[0] != "_"})
+        assert items.read_item(checkpoint_doc_id("", cp2["id"]), partition_key=pk)
+
+    with CosmosDBSaver(DATABASE, container, **saver_kwargs(server)) as fresh:
+        latest = fresh.get_tuple(generate_config(thread))
+        assert latest is not None
+        assert (
+            latest.config["configurable"]["checkpoint_id"] == first["configurable"]["checkpoint_id"]
+        )
+        assert fresh.get_tuple(second) is None
+        assert [
+            t.config["configurable"]["checkpoint_id"] for t in fresh.list(generate_config(thread))
+        ] == [first["configurable"]["checkpoint_id"]]
+
+
+def test_errors_are_ours(sync_saver: CosmosDBSaver) -> None:
+    """Every failure surfaces as a CosmosSaverError subclass (here: a bad prune strategy is a
+    ValueError, raised before any request)."""
+    with pytest.raises(ValueError, match="keep_latest"):
+        sync_saver.prune(["x"], strategy="everything")
+    assert issubclass(CosmosUnavailableError, CosmosSaverError)
+
+
+def test_stale_head_falls_back_to_the_ordered_path(server: CosmosTestServer) -> None:
+    """A saver whose idea of the head is stale (another process moved it) has its atomic batch
+    refused, writes nothing from it, and stores the checkpoint the ordered way: the head ends
+    at the newest checkpoint and every checkpoint is listed once."""
+    container = new_container()
+    thread = "stale"
+    ids = [str(uuid6(clock_seq=i)) for i in range(4)]
+    with (
+        CosmosDBSaver(DATABASE, container, **saver_kwargs(server)) as first,
+        CosmosDBSaver(DATABASE, container, **saver_kwargs(server)) as second,
+    ):
+
+        def put(saver: CosmosDBSaver, i: int, parent: Any) -> Any:
+            checkpoint = generate_checkpoint(
+                checkpoint_id=ids[i], channel_values={"ch": [i]}, channel_versions={"ch": str(i)}
+            )
+            return saver.put(parent, checkpoint, generate_metadata(step=i), {"ch": str(i)})
+
+        c0 = put(first, 0, generate_config(thread))
+        first.get_tuple(generate_config(thread))  # first caches the head at c0
+        c1 = put(second, 1, c0)  # second moves it
+        server.reset_stats()
+        c2 = put(first, 2, c1)  # stale etag: batch refused, then the ordered path
+        assert server.stats().get("batch") == 1
+        latest = second.get_tuple(generate_config(thread))
+        assert latest is not None and latest.config == c2
+        assert latest.checkpoint["channel_values"] == {"ch": [2]}
+        c3 = put(second, 3, c2)
+        listed = [t.config for t in first.list(generate_config(thread))]
+        assert listed == [c3, c2, c1, c0]
+
+
+async def test_throttling_is_retried_within_bounds_async(
+    async_saver: AsyncCosmosDBSaver, server: CosmosTestServer
+) -> None:
+    """The async saver absorbs a few 429s and reports a persistent one as CosmosThrottledError."""
+    config = generate_config("throttled-async")
+    checkpoint = generate_checkpoint(channel_values={"ch": [1]}, channel_versions={"ch": "1"})
+    server.reset_stats()
+    server.throttle(2, retry_after_ms=50)
+    started = time.monotonic()
+    stored = await async_saver.aput(config, checkpoint, generate_metadata(), {"ch": "1"})
+    assert time.monotonic() - started < 5
+    assert server.stats().get("throttled") == 2
+    server.throttle(10_000, retry_after_ms=50)
+    started = time.monotonic()
+    with pytest.raises(CosmosThrottledError):
+        await async_saver.aget_tuple(stored)
+    assert time.monotonic() - started < 10
+    server.throttle(0)
+    assert await async_saver.aget_tuple(stored) is not None

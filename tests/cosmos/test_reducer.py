@@ -1,0 +1,123 @@
+"""The reducer hook: reducer= and messages_key= behave as ReducingCheckpointSaver does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agentstate_cosmosdb import AsyncCosmosDBSaver, CosmosDBSaver
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+from agentstate_reducer import MessageReducer, PruneHookError, ReducerConfig
+from agentstate_reducer.langgraph.saver import ReducingCheckpointSaver
+
+from .conftest import DATABASE, CosmosTestServer, new_container, saver_kwargs
+
+pytestmark = pytest.mark.cosmos
+
+TURNS = 15
+
+
+def reply(state: MessagesState) -> dict[str, Any]:
+    last = state["messages"][-1]
+    return {"messages": [AIMessage(content=f"re: {last.content}", id=f"re-{last.id}")]}
+
+
+def build(saver: Any) -> Any:
+    builder = StateGraph(MessagesState)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", END)
+    return builder.compile(checkpointer=saver)
+
+
+def make_reducer(pruned: list[Any]) -> MessageReducer:
+    def remember(messages: list[Any], namespace: Any) -> None:
+        pruned.extend(m.id for m in messages)
+
+    return MessageReducer(config=ReducerConfig(min_messages=4, max_messages=8, on_prune=[remember]))
+
+
+def run_sync(saver: Any, thread: str) -> list[str]:
+    graph = build(saver)
+    config = {"configurable": {"thread_id": thread}}
+    for turn in range(TURNS):
+        graph.invoke({"messages": [HumanMessage(content=f"q{turn}", id=f"h{turn}")]}, config)
+    return [m.content for m in graph.get_state(config).values["messages"]]
+
+
+def test_reducing_saver_matches_reducing_checkpoint_saver(server: CosmosTestServer) -> None:
+    """A CosmosDBSaver with reducer= stores exactly what ReducingCheckpointSaver(InMemorySaver)
+    stores, keeps the stored list bounded, and hands every pruned message to on_prune once."""
+    pruned_cosmos: list[Any] = []
+    pruned_memory: list[Any] = []
+    with CosmosDBSaver(
+        DATABASE,
+        new_container(),
+        reducer=make_reducer(pruned_cosmos),
+        messages_key="messages",
+        **saver_kwargs(server),
+    ) as saver:
+        assert saver.message_reduction is not None
+        stored = run_sync(saver, "r1")
+        for tup in saver.list({"configurable": {"thread_id": "r1"}}):
+            assert len(tup.checkpoint["channel_values"].get("messages", [])) <= 8
+    reference = run_sync(
+        ReducingCheckpointSaver(InMemorySaver(), make_reducer(pruned_memory)), "r1"
+    )
+    assert stored == reference
+    assert len(stored) <= 8
+    assert pruned_cosmos == pruned_memory
+    assert len(pruned_cosmos) == len(set(pruned_cosmos)) > 0
+
+
+async def test_async_reducing_saver(server: CosmosTestServer) -> None:
+    """The async saver reduces the same way."""
+    pruned: list[Any] = []
+    async with AsyncCosmosDBSaver(
+        DATABASE, new_container(), reducer=make_reducer(pruned), **saver_kwargs(server)
+    ) as saver:
+        graph = build(saver)
+        config = {"configurable": {"thread_id": "r2"}}
+        for turn in range(TURNS):
+            await graph.ainvoke({"messages": [HumanMessage(content=f"q{turn}")]}, config)
+        state = await graph.aget_state(config)
+        assert 4 <= len(state.values["messages"]) <= 8
+        assert len(pruned) == len(set(pruned)) > 0
+
+
+def test_wrapping_a_reducing_saver_reduces_once(server: CosmosTestServer) -> None:
+    """ReducingCheckpointSaver around a reducing CosmosDBSaver with the same reducer passes
+    through: messages are pruned and delivered once, not twice."""
+    pruned: list[Any] = []
+    reducer = make_reducer(pruned)
+    with CosmosDBSaver(DATABASE, new_container(), reducer=reducer, **saver_kwargs(server)) as inner:
+        wrapper = ReducingCheckpointSaver(inner, reducer)
+        assert wrapper.reduces is False
+        assert wrapper.message_reduction is inner.message_reduction
+        run_sync(wrapper, "r3")
+    assert len(pruned) == len(set(pruned)) > 0
+
+
+def test_failing_hook_stores_nothing(server: CosmosTestServer) -> None:
+    """When an on_prune hook fails, put raises PruneHookError and the checkpoint is not written."""
+
+    def broken(messages: list[Any], namespace: Any) -> None:
+        raise RuntimeError("memory store down")
+
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=2, max_messages=3, on_prune=[broken])
+    )
+    with CosmosDBSaver(DATABASE, new_container(), reducer=reducer, **saver_kwargs(server)) as saver:
+        graph = build(saver)
+        config = {"configurable": {"thread_id": "r4"}}
+        graph.invoke({"messages": [HumanMessage(content="q0")]}, config)
+        before = len(list(saver.list(config)))
+        with pytest.raises(PruneHookError):
+            graph.invoke({"messages": [HumanMessage(content="q1")]}, config)
+        stored = list(saver.list(config))
+        assert len(stored) > before  # the checkpoints before the failing one were written
+        # ... and the one whose reduction failed was not: nothing over the bound is stored.
+        assert all(len(t.checkpoint["channel_values"].get("messages", [])) <= 3 for t in stored)
