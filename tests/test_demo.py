@@ -8,16 +8,13 @@ is replaced.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import os
 import shutil
 import struct
 import subprocess
 import sys
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import psycopg
@@ -212,43 +209,6 @@ def test_postgres_demo(postgres_conninfo: str, tmp_path: Path) -> None:
     with psycopg.connect(postgres_conninfo) as conn:
         left = conn.execute("SELECT count(*) FROM checkpoints").fetchone()
     assert left == (0,)
-
-
-def _cosmos_server_module() -> Any:
-    name = "agentstate_cosmos_test_server"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = ROOT / "tests" / "cosmos_server" / "server.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def cosmos_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """The loopback Cosmos DB server (tests/cosmos_server) and the demo's variables for it.
-
-    Skipped when the server cannot start (no Node.js, say), failed under ``CI=true``.
-    """
-    server_module = _cosmos_server_module()
-    server = server_module.CosmosTestServer(tmp_path_factory.mktemp("cosmos_demo"))
-    try:
-        server.start()
-    except server_module.ServerError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"the Cosmos DB test server did not start: {exc}")
-        pytest.skip(f"the Cosmos DB test server did not start: {exc}")
-    try:
-        yield {
-            "COSMOSDB_ENDPOINT": server.endpoint,
-            "COSMOSDB_KEY": server.key,
-            "COSMOSDB_CA_FILE": str(server.ca_file),
-        }
-    finally:
-        server.stop()
 
 
 @pytest.mark.cosmos

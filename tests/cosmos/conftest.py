@@ -1,41 +1,21 @@
 """Fixtures for the Cosmos DB tests: one loopback server per session, savers on it.
 
-The server is ``tests/cosmos_server/launch.mjs`` (``@vercel/cosmosdb-server`` behind a small
-patch layer), served over TLS with a certificate generated for the session; the savers verify it.
-When the server cannot be started the tests are skipped, except under ``CI=true`` where that is
-an error.
+The session server itself comes from ``tests/_cosmos.py`` (shared with the demo and README
+tests).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from agentstate_cosmosdb import AsyncCosmosDBSaver, CosmosDBSaver
 
+from tests._cosmos import CosmosTestServer, ServerError
 
-def _load_server_module() -> Any:
-    name = "agentstate_cosmos_test_server"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = Path(__file__).resolve().parents[1] / "cosmos_server" / "server.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-_server_module = _load_server_module()
-CosmosTestServer = _server_module.CosmosTestServer
-ServerError = _server_module.ServerError
+__all__ = ["CosmosTestServer", "ServerError"]
 
 # Short SDK retries so that faults surface in seconds, not minutes.
 FAST_RETRIES: dict[str, Any] = {
@@ -49,22 +29,6 @@ FAST_RETRIES: dict[str, Any] = {
 }
 
 DATABASE = "agentstate"
-
-
-@pytest.fixture(scope="session")
-def cosmos_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CosmosTestServer]:
-    """The loopback Cosmos DB server, started once for the session."""
-    server = CosmosTestServer(tmp_path_factory.mktemp("cosmos_server"))
-    try:
-        server.start()
-    except ServerError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"the Cosmos DB test server did not start: {exc}")
-        pytest.skip(f"the Cosmos DB test server did not start: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -1,0 +1,73 @@
+"""The loopback Cosmos DB server for tests: one per session, shared by every test module.
+
+The server is ``tests/cosmos_server/launch.mjs`` (``@vercel/cosmosdb-server`` behind a small
+patch layer), served over TLS with a certificate generated for the session; clients verify
+it. When it cannot be started the tests that need it are skipped, except under ``CI=true``
+where that is a failure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def _load_server_module() -> Any:
+    name = "agentstate_cosmos_test_server"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = Path(__file__).resolve().parent / "cosmos_server" / "server.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_server_module = _load_server_module()
+CosmosTestServer = _server_module.CosmosTestServer
+ServerError = _server_module.ServerError
+
+
+@pytest.fixture(scope="session")
+def cosmos_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The loopback Cosmos DB server, started once for the session."""
+    server = CosmosTestServer(tmp_path_factory.mktemp("cosmos_server"))
+    try:
+        server.start()
+    except ServerError as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"the Cosmos DB test server did not start: {exc}")
+        pytest.skip(f"the Cosmos DB test server did not start: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def cosmos_env(cosmos_server: Any) -> dict[str, str]:
+    """Environment variables pointing a client at the session server, TLS verified.
+
+    ``COSMOSDB_ENDPOINT`` and ``COSMOSDB_KEY`` (read by ``CosmosDBSaver``), the server's CA
+    as ``COSMOSDB_CA_FILE`` (read by the demo) and as ``REQUESTS_CA_BUNDLE`` /
+    ``SSL_CERT_FILE`` (honoured by the saver's transports).
+    """
+    if not cosmos_server.running:
+        cosmos_server.start()
+    cosmos_server.throttle(0)
+    ca_file = str(cosmos_server.ca_file)
+    return {
+        "COSMOSDB_ENDPOINT": cosmos_server.endpoint,
+        "COSMOSDB_KEY": cosmos_server.key,
+        "COSMOSDB_CA_FILE": ca_file,
+        "REQUESTS_CA_BUNDLE": ca_file,
+        "SSL_CERT_FILE": ca_file,
+    }
