@@ -124,13 +124,14 @@ class DropOldest(ReductionStep):
 
     id: str = "drop_oldest"
     prunes: bool = field(default=True, init=False, repr=False)
+    summarizes: bool = field(default=False, init=False, repr=False)
 
     def apply(self, work: Any) -> list[Any]:
-        return list(work.drop(summarize=False))
+        return list(work.drop(summarize=self.summarizes))
 
 
 @dataclass(frozen=True)
-class Summarize(ReductionStep):
+class Summarize(DropOldest):
     """Prune as :class:`DropOldest` does, then summarise what went with ``summarize_fn``.
 
     Attributes:
@@ -138,10 +139,7 @@ class Summarize(ReductionStep):
     """
 
     id: str = "summarize"
-    prunes: bool = field(default=True, init=False, repr=False)
-
-    def apply(self, work: Any) -> list[Any]:
-        return list(work.drop(summarize=True))
+    summarizes: bool = field(default=True, init=False, repr=False)
 
 
 @dataclass(frozen=True)

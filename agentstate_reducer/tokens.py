@@ -62,45 +62,49 @@ def estimate_text_tokens(text: str) -> int:
     return math.ceil((chars - extra / 2) / 4 + 0.6 * extra)
 
 
-def _content_tokens(content: Any) -> int:
-    if content is None:
-        return 0
-    if isinstance(content, str):
-        return estimate_text_tokens(content)
-    if isinstance(content, list):
-        total = 0
-        for block in content:
-            if isinstance(block, str):
-                total += estimate_text_tokens(block)
-            elif isinstance(block, Mapping):
-                kind = block.get("type")
-                if kind in ("image", "image_url", "input_image"):
-                    total += IMAGE_TOKENS
-                elif isinstance(block.get("text"), str):
-                    total += estimate_text_tokens(block["text"])
-                else:
-                    total += estimate_text_tokens(_json(block))
-            else:
-                total += estimate_text_tokens(str(block))
-        return total
-    return estimate_text_tokens(str(content))
-
-
 def _json(value: Any) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def estimate_tokens(message: Any) -> int:
-    """Our local estimate of one message's tokens (content, tool calls, framing)."""
-    total = MESSAGE_OVERHEAD + _content_tokens(content_of(message))
+def _content_tokens(content: Any, text_tokens: Callable[[str], int]) -> int:
+    """Tokens of a message's content: text by ``text_tokens``, images at a fixed cost."""
+    if content is None:
+        return 0
+    if isinstance(content, str):
+        return text_tokens(content)
+    if not isinstance(content, list):
+        return text_tokens(str(content))
+    total = 0
+    for block in content:
+        if isinstance(block, str):
+            total += text_tokens(block)
+        elif isinstance(block, Mapping):
+            if block.get("type") in ("image", "image_url", "input_image"):
+                total += IMAGE_TOKENS
+            elif isinstance(block.get("text"), str):
+                total += text_tokens(block["text"])
+            else:
+                total += text_tokens(_json(block))
+        else:
+            total += text_tokens(str(block))
+    return total
+
+
+def _message_tokens(message: Any, text_tokens: Callable[[str], int]) -> int:
+    """Framing, content and (for ai messages) tool-call names and arguments."""
+    total = MESSAGE_OVERHEAD + _content_tokens(content_of(message), text_tokens)
     if role_of(message) == AI:
         for call in tool_calls_of(message):
             name, arguments = tool_call_parts(call)
-            total += TOOL_CALL_OVERHEAD + estimate_text_tokens(name)
-            total += estimate_text_tokens(arguments)
+            total += TOOL_CALL_OVERHEAD + text_tokens(name) + text_tokens(arguments)
     return total
+
+
+def estimate_tokens(message: Any) -> int:
+    """Our local estimate of one message's tokens (content, tool calls, framing)."""
+    return _message_tokens(message, estimate_text_tokens)
 
 
 def _langchain_approximate() -> Callable[[Any], int]:
@@ -200,29 +204,7 @@ def _encoding_counter(encoding: Any) -> Callable[[Any], int]:
         return len(encoding.encode(text, disallowed_special=()))
 
     def count(message: Any) -> int:
-        total = MESSAGE_OVERHEAD
-        content = content_of(message)
-        if isinstance(content, str):
-            total += encode(content)
-        elif isinstance(content, list):
-            for block in content:
-                if isinstance(block, Mapping) and block.get("type") in (
-                    "image",
-                    "image_url",
-                    "input_image",
-                ):
-                    total += IMAGE_TOKENS
-                elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
-                    total += encode(block["text"])
-                else:
-                    total += encode(block if isinstance(block, str) else _json(block))
-        elif content is not None:
-            total += encode(str(content))
-        if role_of(message) == AI:
-            for call in tool_calls_of(message):
-                name, arguments = tool_call_parts(call)
-                total += TOOL_CALL_OVERHEAD + encode(name) + encode(arguments)
-        return total
+        return _message_tokens(message, encode)
 
     return count
 
