@@ -23,6 +23,7 @@ line, as the turns double.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import sqlite3
@@ -155,7 +156,10 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:,.2f} MB"
 
 
-def report(backend: str, marks: list[int], bare: list[Any], wrapped: list[Any], disk: bool) -> None:
+def report(
+    backend: str, marks: list[int], bare: list[Any], wrapped: list[Any], disk: bool
+) -> float:
+    """Print the table; return bare / wrapped bytes at the last mark."""
     what = "on disk" if disk else "payload"
     print(f"\n{backend} ({what} bytes of one thread)")
     print(f"{'turns':>6} {'bare':>12} {'x':>5} {'wrapped':>12} {'x':>5} {'bare/wrapped':>13}")
@@ -166,6 +170,14 @@ def report(backend: str, marks: list[int], bare: list[Any], wrapped: list[Any], 
         wx = f"{w / wrapped[i - 1][1 if disk else 0]:.1f}" if i else ""
         print(f"{turns:>6} {_mb(b):>12} {bx:>5} {_mb(w):>12} {wx:>5} {b / w:>12.1f}x")
     print(f"  time for {marks[-1]} turns: bare {bare[-1][2]:.1f} s, wrapped {wrapped[-1][2]:.1f} s")
+    column = 1 if disk else 0
+    return float(bare[-1][column] / wrapped[-1][column])
+
+
+def print_result(ratios: dict[str, float], quick: bool) -> None:
+    """The machine-readable last line (see bench/README.md)."""
+    rounded = {name: round(value, 2) for name, value in ratios.items()}
+    print("RESULT " + json.dumps({"bench": "storage_growth", "quick": quick, "ratios": rounded}))
 
 
 def main() -> None:
@@ -178,17 +190,22 @@ def main() -> None:
         ),
     )
     parser.add_argument("--skip-postgres", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="marks 50,100,200 only")
     args = parser.parse_args()
-    marks = sorted(int(m) for m in args.marks.split(","))
+    marks = sorted(int(m) for m in ("50,100,200" if args.quick else args.marks).split(","))
+    ratios: dict[str, float] = {}
     print(f"chat graph, 2 messages per turn, wrapped = MessageReducer(20, 40); marks {marks}")
 
     with sqlite_saver() as (saver, measure):
         bare = run(saver, marks, measure)
     with sqlite_saver() as (saver, measure):
         wrapped = run(wrap(saver), marks, measure)
-    report("SQLite", marks, bare, wrapped, disk=False)
+    ratios[f"SQLite: bare / wrapped bytes at {marks[-1]} turns"] = report(
+        "SQLite", marks, bare, wrapped, disk=False
+    )
 
     if args.skip_postgres:
+        print_result(ratios, args.quick)
         return
     try:
         with postgres_saver(args.postgres_url) as (saver, measure):
@@ -197,9 +214,15 @@ def main() -> None:
             wrapped = run(wrap(saver), marks, measure)
     except Exception as exc:  # a bench without a server still reports SQLite
         print(f"\nPostgreSQL skipped: {type(exc).__name__}: {exc}")
+        print_result(ratios, args.quick)
         return
-    report("PostgreSQL", marks, bare, wrapped, disk=False)
-    report("PostgreSQL", marks, bare, wrapped, disk=True)
+    ratios[f"PostgreSQL: bare / wrapped bytes at {marks[-1]} turns"] = report(
+        "PostgreSQL", marks, bare, wrapped, disk=False
+    )
+    ratios[f"PostgreSQL on disk: bare / wrapped at {marks[-1]} turns"] = report(
+        "PostgreSQL", marks, bare, wrapped, disk=True
+    )
+    print_result(ratios, args.quick)
 
 
 if __name__ == "__main__":

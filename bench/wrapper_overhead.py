@@ -15,6 +15,7 @@ median and best run are both reported, to keep noise from a shared machine out.
 from __future__ import annotations
 
 import argparse
+import json
 import sqlite3
 import statistics
 import time
@@ -108,7 +109,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=600, help="simulated runs each way")
     parser.add_argument("--start", type=int, default=20, help="messages loaded at run start")
     parser.add_argument("--max", type=int, default=40, help="the reducer's max_messages")
+    parser.add_argument("--quick", action="store_true", help="150 runs instead of 600")
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 150
+    ratios: dict[str, float] = {}
+    targets: dict[str, dict[str, Any]] = {}
     print(
         f"per-put cost, list of {args.start}..{args.max} messages (never pruned), "
         f"{args.runs} runs x {(args.max - args.start) * 4 // 3} puts each way"
@@ -120,6 +126,15 @@ def main() -> None:
         )
         for label, b, w in (("median", bare, wrapped), ("best", bare_best, wrapped_best)):
             print(f"{name:<14} {label:>8} {b:>12.1f} {w:>15.1f} {(w / b - 1) * 100:>8.1f}%")
+        key = f"{name}: bare / wrapped time per put (median)"
+        ratios[key] = round(bare / wrapped, 3)
+        if name == "InMemorySaver":
+            # Under 10% overhead: wrapped <= 1.1 x bare.
+            target = round(1 / 1.1, 3)
+            targets[key] = {"target": target, "met": bare / wrapped >= target}
+    result = {"bench": "wrapper_overhead", "quick": args.quick, "ratios": ratios}
+    result["targets"] = targets
+    print("RESULT " + json.dumps(result))
 
 
 if __name__ == "__main__":
