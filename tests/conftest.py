@@ -1,6 +1,13 @@
-"""Fixtures shared by every test directory: the PostgreSQL and Cosmos DB servers."""
+"""Fixtures shared by every test directory (the PostgreSQL and Cosmos DB servers), and the
+hypothesis profile: no deadlines and no too-slow health check, since CI machines are shared
+and a slow example is not a wrong one."""
+
+from hypothesis import HealthCheck, settings
 
 from tests._cosmos import cosmos_env, cosmos_server
 from tests._postgres import postgres_conninfo, postgres_url
+
+settings.register_profile("agentstate", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("agentstate")
 
 __all__ = ["cosmos_env", "cosmos_server", "postgres_conninfo", "postgres_url"]
