@@ -423,7 +423,6 @@ def _cosmos_backend() -> Iterator[Backend]:
         )
     try:
         from agentstate_cosmosdb import CosmosDBSaver
-        from agentstate_cosmosdb._base import partition_key
         from agentstate_cosmosdb.errors import CosmosSaverError
     except ImportError as exc:
         raise DemoError(
@@ -449,17 +448,9 @@ def _cosmos_backend() -> Iterator[Backend]:
             f"{container_name!r}): {first}; check COSMOSDB_ENDPOINT, COSMOSDB_KEY and "
             "COSMOSDB_CA_FILE"
         ) from exc
-    container = saver._get_container()
 
     def measure(thread_id: str) -> int:
-        docs = container.query_items(
-            "SELECT * FROM c WHERE c.pk = @pk AND c.thread_id = @t",
-            parameters=[
-                {"name": "@pk", "value": partition_key(thread_id)},
-                {"name": "@t", "value": thread_id},
-            ],
-            partition_key=partition_key(thread_id),
-        )
+        docs = saver.thread_documents(thread_id)
         return sum(len(json.dumps(doc, separators=(",", ":")).encode()) for doc in docs)
 
     def cleanup(threads: Sequence[str]) -> None:

@@ -7,7 +7,7 @@ Each test gets a schema of its own (created on entry, dropped with everything in
 exit) and a connection string whose ``search_path`` points at it, so tests and engineers
 running in parallel on one database never see each other's tables.
 
-Wire into a conftest with ``from tests._postgres import postgres_url, postgres_conninfo``.
+``tests/conftest.py`` makes the fixtures available to every test.
 """
 
 from __future__ import annotations

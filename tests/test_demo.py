@@ -22,9 +22,7 @@ import pytest
 from psycopg import conninfo as pg_conninfo
 
 from agentstate_reducer.demo import calculate, question, sample_turns
-from tests._postgres import POSTGRES_URL, postgres_conninfo, postgres_url
-
-__all__ = ["postgres_conninfo", "postgres_url"]
+from tests._postgres import POSTGRES_URL
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 240

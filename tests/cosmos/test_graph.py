@@ -87,3 +87,21 @@ async def test_async_saver_refuses_sync_calls_on_its_loop(
         async_saver.get_tuple(config)
     # From another thread it works.
     assert await asyncio.to_thread(async_saver.get_tuple, config) is None
+
+
+def test_thread_documents_are_the_threads_own(sync_saver: CosmosDBSaver) -> None:
+    """thread_documents returns every document of one thread and none of another's."""
+    graph = build(sync_saver)
+    for thread in ("a/b", "a\\b"):
+        graph.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": thread}})
+    docs = sync_saver.thread_documents("a/b")
+    assert docs and {d["thread_id"] for d in docs} == {"a/b"}
+    sync_saver.delete_thread("a/b")
+    assert sync_saver.thread_documents("a/b") == []
+
+
+async def test_athread_documents(async_saver: AsyncCosmosDBSaver) -> None:
+    graph = build(async_saver)
+    await graph.ainvoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t"}})
+    docs = await async_saver.athread_documents("t")
+    assert docs and {d["thread_id"] for d in docs} == {"t"}

@@ -20,10 +20,6 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from tests._postgres import postgres_conninfo, postgres_url
-
-__all__ = ["postgres_conninfo", "postgres_url"]
-
 SYNC_BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 ASYNC_BACKENDS = ["memory", "aiosqlite", pytest.param("apostgres", marks=pytest.mark.postgres)]
 

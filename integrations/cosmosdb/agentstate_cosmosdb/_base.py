@@ -1195,6 +1195,14 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
 
     # -- maintenance ---------------------------------------------------------------------------
 
+    def _thread_documents_ops(self, thread_id: str) -> Ops:
+        thread_id = str(thread_id)
+        pk = partition_key(thread_id)
+        docs: list[dict[str, Any]] = yield Query(
+            SELECT_THREAD_DOCS_SQL, (("@pk", pk), ("@thread_id", thread_id)), pk
+        )
+        return docs
+
     def _delete_thread_ops(self, thread_id: str) -> Ops:
         thread_id = str(thread_id)
         pk = partition_key(thread_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import ssl
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
@@ -442,6 +443,19 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
         await self._run(
             self._put_writes_ops(config, writes, task_id, task_path), "store pending writes"
         )
+
+    async def athread_documents(self, thread_id: str) -> builtins.list[dict[str, Any]]:
+        """Every stored document of a thread (checkpoints, values, writes, heads), as stored.
+
+        One single-partition query; for inspection and measurement, not a hot path.
+
+        Raises:
+            CosmosSaverError: The service could not be reached or refused the request.
+        """
+        docs: builtins.list[dict[str, Any]] = await self._run(
+            self._thread_documents_ops(thread_id), "read a thread's documents"
+        )
+        return docs
 
     @override
     async def adelete_thread(self, thread_id: str) -> None:

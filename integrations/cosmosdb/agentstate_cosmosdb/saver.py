@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -465,6 +466,19 @@ class CosmosDBSaver(BaseCosmosDBSaver):
             CosmosSaverError: The service could not be reached or refused the request.
         """
         self._run(self._put_writes_ops(config, writes, task_id, task_path), "store pending writes")
+
+    def thread_documents(self, thread_id: str) -> builtins.list[dict[str, Any]]:
+        """Every stored document of a thread (checkpoints, values, writes, heads), as stored.
+
+        One single-partition query; for inspection and measurement, not a hot path.
+
+        Raises:
+            CosmosSaverError: The service could not be reached or refused the request.
+        """
+        docs: builtins.list[dict[str, Any]] = self._run(
+            self._thread_documents_ops(thread_id), "read a thread's documents"
+        )
+        return docs
 
     @override
     def delete_thread(self, thread_id: str) -> None:
