@@ -29,9 +29,12 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .messages import AI, HUMAN, TOOL, MessageView
+
+if TYPE_CHECKING:
+    from .config import ReducerConfig
 
 _NO_LINK = -1
 _T = TypeVar("_T")
@@ -39,7 +42,11 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True)
 class PlanLimits:
-    """The parts of the configuration the plan needs."""
+    """The parts of the configuration the plan needs.
+
+    ``max_tokens`` and ``target_tokens`` are the history's own budget: the configured
+    ones minus the reply reserve.
+    """
 
     preserve_first: bool
     cascade: bool
@@ -49,6 +56,31 @@ class PlanLimits:
     target_tokens: int | None = None
     start_on_human: bool = False
     keep_groups: int = 0
+
+    @classmethod
+    def from_config(cls, config: ReducerConfig) -> PlanLimits:
+        """The limits a :class:`~agentstate_reducer.ReducerConfig` sets."""
+        return cls(
+            preserve_first=config.preserve_first,
+            cascade=config.cascade_tool_messages,
+            min_messages=config.min_messages,
+            max_messages=config.max_messages,
+            max_tokens=config.history_max_tokens,
+            target_tokens=config.history_target_tokens,
+            start_on_human=config.start_on_human,
+            keep_groups=config.keep_groups,
+        )
+
+    def may_prune(self, length: int) -> bool:
+        """Whether a list of ``length`` messages can be over the limit at all.
+
+        False only when that is sure without reading the messages: in count mode, a list
+        of at most ``max_messages`` (or any list, when ``max_messages`` is None). Token
+        mode has to count, so it is always True there.
+        """
+        if self.max_tokens is not None:
+            return True
+        return self.max_messages is not None and length > self.max_messages
 
 
 class PlanState:
@@ -125,7 +157,7 @@ class PlanState:
         limits = self._limits
         if limits.max_tokens is not None:
             return self.total > limits.max_tokens
-        return limits.max_messages is not None and len(self.views) > limits.max_messages
+        return limits.may_prune(len(self.views))
 
     def fits(self) -> bool:
         """Whether the list is within what pruning aims for (always, in count mode, once

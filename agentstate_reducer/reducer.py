@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -64,16 +63,7 @@ class MessageReducer:
         elif not isinstance(config, ReducerConfig):
             raise TypeError(f"config must be a ReducerConfig, got {type(config).__name__}")
         self._config = config
-        self._limits = PlanLimits(
-            preserve_first=config.preserve_first,
-            cascade=config.cascade_tool_messages,
-            min_messages=config.min_messages,
-            max_messages=config.max_messages,
-            max_tokens=config.history_max_tokens,
-            target_tokens=config.history_target_tokens,
-            start_on_human=config.start_on_human,
-            keep_groups=config.keep_groups,
-        )
+        self._limits = PlanLimits.from_config(config)
         self._policy: tuple[ReductionStep, ...] = (
             tuple(config.policy)
             if config.policy is not None
@@ -105,6 +95,11 @@ class MessageReducer:
     def max_messages(self) -> int | None:
         """The count above which count mode prunes."""
         return self._config.max_messages
+
+    @property
+    def limits(self) -> PlanLimits:
+        """The limits the plan enforces (the history budget, after the reply reserve)."""
+        return self._limits
 
     @property
     def steps(self) -> tuple[ReductionStep, ...]:
@@ -253,18 +248,14 @@ class MessageReducer:
                 :func:`agentstate_reducer.langgraph.state.langgraph_reducer`.
 
         Raises:
-            ImportError: langchain-core is not installed.
+            ImportError: The ``[langgraph]`` extra is not installed (the error names the
+                missing package).
         """
-        try:
-            # Imported by name: the core must not depend on the LangGraph edge.
-            state = importlib.import_module("agentstate_reducer.langgraph.state")
-        except ImportError as exc:
-            raise ImportError(
-                "as_langgraph_reducer() needs LangGraph: "
-                'pip install "agentstate-reducer[langgraph]"'
-            ) from exc
-        merge: Callable[[Any, Any], list[Any]] = state.langgraph_reducer(self, **options)
-        return merge
+        # Imported here: the core itself never depends on the LangGraph edge. Importing it
+        # without the extra raises an ImportError naming the package to install.
+        from .langgraph.merge import langgraph_reducer
+
+        return langgraph_reducer(self, **options)
 
     def _locked_reduce(
         self,

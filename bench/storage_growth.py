@@ -42,7 +42,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, MessagesState, StateGraph
 
 from agentstate_reducer import MessageReducer
-from agentstate_reducer.langgraph.saver import ReducingCheckpointSaver
+from agentstate_reducer.langgraph import ReducingCheckpointSaver
 
 THREAD = "bench"
 

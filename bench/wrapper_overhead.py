@@ -28,7 +28,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from agentstate_reducer import MessageReducer
-from agentstate_reducer.langgraph.saver import ReducingCheckpointSaver
+from agentstate_reducer.langgraph import ReducingCheckpointSaver
 
 
 def _message(n: int) -> Any:

@@ -1,6 +1,6 @@
 """Shared helpers for tests that drive real graphs and agents with a scripted chat model.
 
-The model itself ships in the package (``agentstate_reducer.langgraph.scripted``) so the
+The model itself ships in the package (``agentstate_reducer.langgraph.testing``) so the
 demo can use it too; this module adds the tools and scripts the tests share.
 
 ``calculator_model()`` answers every human message with one ``add`` tool call and every
@@ -13,7 +13,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from agentstate_reducer.langgraph.scripted import (
+from agentstate_reducer.langgraph.testing import (
     ProviderRejectedError,
     ScriptedChatModel,
     provider_errors,

@@ -1,39 +1,34 @@
 """LangGraph support (extra ``[langgraph]``): state, nodes, agents and checkpointers.
 
 * ``Annotated[list, reducer.as_langgraph_reducer()]``: a channel reducer that merges like
-  ``add_messages`` and then bounds the list (:func:`langgraph_reducer`).
+  ``add_messages`` and then bounds the list (:mod:`.merge`).
 * :func:`create_reduction_node`: a node returning the ``RemoveMessage`` updates that bound a
-  plain ``MessagesState``; :func:`create_reduction_step_node` runs one step of a policy.
-* :class:`ReducerMiddleware` (LangChain ``create_agent``, needs ``langchain``) and
-  :func:`make_pre_model_hook` (``create_react_agent``).
+  plain ``MessagesState``; :func:`create_reduction_step_node` runs one step of a policy
+  (:mod:`.nodes`).
+* :class:`ReducerMiddleware` (LangChain ``create_agent``, extra ``[agents]``) and
+  :func:`make_pre_model_hook` (``create_react_agent``) (:mod:`.agents`).
 * :class:`ReducingCheckpointSaver`: wraps any checkpointer so the message channel is
-  reduced before each checkpoint is written; :func:`compact_thread` shrinks a thread
-  stored before the wrapper was added.
+  reduced before each checkpoint is written (:mod:`.wrapper`, on the shared step
+  :class:`CheckpointReduction` of :mod:`.reduction`); :func:`compact_thread` shrinks a
+  thread stored before the wrapper was added (:mod:`.compact`).
+* :mod:`.testing`: ``ScriptedChatModel``, a chat model that answers from a script.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._extras import missing_extra
+
 try:
-    from .saver import (
-        CheckpointReduction,
-        ReducingCheckpointSaver,
-        acompact_thread,
-        compact_thread,
-    )
-    from .state import (
-        MergeMode,
-        create_reduction_node,
-        create_reduction_step_node,
-        langgraph_reducer,
-        memory_namespace,
-        messages_update,
-    )
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        'agentstate_reducer.langgraph needs LangGraph: pip install "agentstate-reducer[langgraph]"'
-    ) from exc
+    from .compact import acompact_thread, compact_thread
+    from .merge import ChannelReducer, MergeMode, langgraph_reducer
+    from .namespace import memory_namespace
+    from .nodes import create_reduction_node, create_reduction_step_node, messages_update
+    from .reduction import CheckpointReduction
+    from .wrapper import ReducingCheckpointSaver
+except ImportError as exc:
+    raise missing_extra("agentstate_reducer.langgraph", "langgraph", exc) from exc
 
 if TYPE_CHECKING:
     from .agents import AgentMode, ReducerMiddleware, make_pre_model_hook
@@ -42,6 +37,7 @@ _AGENT_NAMES = ("AgentMode", "ReducerMiddleware", "make_pre_model_hook")
 
 __all__ = [
     "AgentMode",
+    "ChannelReducer",
     "CheckpointReduction",
     "MergeMode",
     "ReducerMiddleware",
@@ -58,10 +54,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # The agent helpers import ``langchain`` (for create_agent middleware), which the
-    # ``[langgraph]`` extra does not require: load them on first use.
+    # The agent helpers import ``langchain`` (for create_agent middleware), which only the
+    # ``[agents]`` extra installs: load them on first use, with an install hint.
     if name in _AGENT_NAMES:
-        from . import agents
-
+        try:
+            from . import agents
+        except ImportError as exc:
+            raise missing_extra(f"agentstate_reducer.langgraph.{name}", "agents", exc) from exc
         return getattr(agents, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -37,7 +37,8 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from typing_extensions import override
 
-from .state import _read_messages, _reduction_update
+from .._checks import check_choice, check_name
+from .nodes import read_messages, reduction_update
 
 if TYPE_CHECKING:
     from ..reducer import MessageReducer
@@ -53,11 +54,8 @@ ModelCallResult = ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]
 
 
 def _check_mode(mode: str) -> None:
-    if mode not in _MODES:
-        raise ValueError(
-            f"mode must be 'persistent' (prune the state) or 'view' (bound only the model's "
-            f"input), got {mode!r}"
-        )
+    # 'persistent' prunes the state; 'view' bounds only the model's input.
+    check_choice("mode", mode, _MODES)
 
 
 def _bounded_view(reducer: MessageReducer, messages: list[Any]) -> list[Any]:
@@ -133,7 +131,7 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return await run_in_executor(config, self._prune, state, config)
 
     def _prune(self, state: AgentState[Any], config: RunnableConfig) -> dict[str, Any] | None:
-        _, update = _reduction_update(self.reducer, _read_messages(state, "messages"), config)
+        _, update = reduction_update(self.reducer, read_messages(state, "messages"), config)
         return {"messages": update} if update else None
 
     @override
@@ -187,6 +185,7 @@ def make_pre_model_hook(
         A runnable usable as ``create_react_agent(..., pre_model_hook=hook)``, sync or async.
 
     Raises:
+        TypeError: ``mode`` or ``messages_key`` is not a string.
         ValueError: ``mode`` is not ``"persistent"`` or ``"view"``, or ``messages_key`` is
             empty.
 
@@ -195,11 +194,10 @@ def make_pre_model_hook(
     reducer in persistent mode.
     """
     _check_mode(mode)
-    if not isinstance(messages_key, str) or not messages_key:
-        raise ValueError(f"messages_key must be a non-empty string, got {messages_key!r}")
+    check_name("messages_key", messages_key)
 
     def pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
-        messages = _read_messages(state, messages_key)
+        messages = read_messages(state, messages_key)
         if not messages:
             raise ValueError(
                 f"pre_model_hook found no messages under {messages_key!r}: invoke the agent "
@@ -207,7 +205,7 @@ def make_pre_model_hook(
             )
         if mode == "view":
             return {"llm_input_messages": _bounded_view(reducer, messages)}
-        result, update = _reduction_update(reducer, messages, config)
+        result, update = reduction_update(reducer, messages, config)
         out: dict[str, list[Any]] = {"llm_input_messages": result.surviving or messages}
         if update:
             out[messages_key] = update

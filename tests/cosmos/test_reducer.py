@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from agentstate_reducer import MessageReducer, PruneHookError, ReducerConfig
-from agentstate_reducer.langgraph.saver import ReducingCheckpointSaver
+from agentstate_reducer.langgraph import ReducingCheckpointSaver
 
 from .conftest import DATABASE, CosmosTestServer, new_container, saver_kwargs
 

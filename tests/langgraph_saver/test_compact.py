@@ -8,7 +8,7 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
-from agentstate_reducer.langgraph.saver import (
+from agentstate_reducer.langgraph import (
     ReducingCheckpointSaver,
     acompact_thread,
     compact_thread,

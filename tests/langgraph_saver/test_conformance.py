@@ -17,7 +17,7 @@ from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import DetectedCapabilities
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agentstate_reducer.langgraph.saver import _MIRRORED, ReducingCheckpointSaver, _overrides
+from agentstate_reducer.langgraph.wrapper import _MIRRORED, ReducingCheckpointSaver, _overrides
 from tests.langgraph_saver._full_saver import FullInMemorySaver
 from tests.langgraph_saver._graphs import Memory, agent_graph, config, reducer, turn
 from tests.langgraph_saver.conftest import open_async, open_sync

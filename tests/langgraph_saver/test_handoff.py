@@ -16,7 +16,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agentstate_reducer import PruneHookError, SummaryError
-from agentstate_reducer.langgraph.saver import ReducingCheckpointSaver
+from agentstate_reducer.langgraph import ReducingCheckpointSaver
 from tests.langgraph_saver._graphs import (
     MAX,
     Memory,

@@ -12,7 +12,7 @@ from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
 
 from agentstate_reducer import MessageReducer, ReducerConfig
-from agentstate_reducer.langgraph.saver import ReducingCheckpointSaver
+from agentstate_reducer.langgraph import ReducingCheckpointSaver
 from agentstate_reducer.messages import id_of
 from tests.langgraph_saver._graphs import Memory, assert_no_orphan_results, config
 from tests.strategies import conversations, rendered

@@ -16,7 +16,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from agentstate_reducer.langgraph.saver import CheckpointReduction, ReducingCheckpointSaver
+from agentstate_reducer.langgraph import CheckpointReduction, ReducingCheckpointSaver
 from tests.langgraph_saver._graphs import (
     MAX,
     Memory,
@@ -68,12 +68,15 @@ def test_a_saver_exposing_message_reduction_is_recognised() -> None:
 
 
 def test_bad_arguments_are_named() -> None:
-    """A wrong inner saver, reducer or key is a TypeError naming what was expected."""
+    """A wrong inner saver, reducer or key type is a TypeError naming what was expected; an
+    empty key is a ValueError."""
     with pytest.raises(TypeError, match="BaseCheckpointSaver"):
         ReducingCheckpointSaver(object(), reducer())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="MessageReducer"):
         ReducingCheckpointSaver(InMemorySaver(), object())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="messages_key"):
+        ReducingCheckpointSaver(InMemorySaver(), reducer(), messages_key=5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="messages_key"):
         ReducingCheckpointSaver(InMemorySaver(), reducer(), messages_key="")
 
 
@@ -283,6 +286,6 @@ def test_a_delta_channel_is_refused_with_a_clear_error() -> None:
     builder.add_node("reply", lambda state: {"messages": [AIMessage("ok")]})
     builder.add_edge(START, "reply")
     graph = builder.compile(checkpointer=ReducingCheckpointSaver(InMemorySaver(), reducer()))
-    with pytest.raises(TypeError, match="DeltaChannel"):
+    with pytest.raises(NotImplementedError, match="DeltaChannel"):
         for n in range(3):
             graph.invoke({"messages": [HumanMessage(f"q{n}")]}, config("delta"))

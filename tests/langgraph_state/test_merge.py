@@ -19,7 +19,7 @@ from langchain_core.messages import (
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from agentstate_reducer import MessageReducer, ReducerConfig
-from agentstate_reducer.langgraph.state import langgraph_reducer
+from agentstate_reducer.langgraph import langgraph_reducer
 
 from .strategies import POOL_IDS, build_update, update_sequences
 

@@ -21,7 +21,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from pydantic import BaseModel
 
 from agentstate_reducer import MessageReducer, ReducerConfig, SummaryError
-from agentstate_reducer.langgraph.state import create_reduction_node, messages_update
+from agentstate_reducer.langgraph import create_reduction_node, messages_update
 from tests.scripted_model import calculator_model, provider_errors
 
 from .graphs import HOWS, How, run, tool_loop

@@ -1,0 +1,432 @@
+"""Bound what any LangGraph checkpointer stores: :class:`ReducingCheckpointSaver`.
+
+LangGraph stores the whole message channel in every checkpoint, so a thread's storage
+grows with the square of its length, and pruning old checkpoints never shrinks the newest
+one. The wrapper runs a :class:`~agentstate_reducer.MessageReducer` on the message list
+just before each ``put`` / ``aput`` of the saver you already use (the reduction itself is
+:class:`~agentstate_reducer.langgraph.reduction.CheckpointReduction`)::
+
+    saver = ReducingCheckpointSaver(PostgresSaver(conn), MessageReducer(10, 40))
+    graph = builder.compile(checkpointer=saver)
+
+Long-term memory: pruned messages go to the reducer's ``on_prune`` hooks before the
+checkpoint is written, with the namespace ``configurable[reducer.config.namespace_key]``
+(default key ``"memory_namespace"``), or ``("memories", thread_id)`` when the run sets
+none. If a hook raises, ``put`` raises :class:`~agentstate_reducer.PruneHookError` and
+writes nothing, so the run fails at that step and can be resumed; the messages were
+not marked as delivered and reach the hooks on the retry. In ``aput`` a reduce that calls
+hooks or a summary runs in a worker thread, off the event loop.
+
+Limits: a message channel backed by ``DeltaChannel`` is refused with
+``NotImplementedError``; the bound applies to lists (``list`` values) only; a
+``RemoveMessage`` for an id the saver already pruned fails when it is replayed from
+storage, as ``add_messages`` refuses unknown ids.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, ClassVar, NamedTuple, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from typing_extensions import Self, override
+
+from .._checks import check_name
+from ..reducer import MessageReducer
+from .reduction import CheckpointReduction
+
+__all__ = ["ReducingCheckpointSaver"]
+
+
+class _Method(NamedTuple):
+    name: str
+    optional: bool
+
+
+# Everything the wrapper delegates that a saver may or may not implement. The wrapper's
+# class keeps its own version only when the inner saver's class overrides the base one,
+# so capability probes (LangGraph's conformance suite compares against the base class)
+# see on the wrapper exactly what the inner saver has.
+_MIRRORED = (
+    _Method("get_tuple", False),
+    _Method("list", False),
+    _Method("put", False),
+    _Method("put_writes", False),
+    _Method("delete_thread", False),
+    _Method("aget_tuple", False),
+    _Method("alist", False),
+    _Method("aput", False),
+    _Method("aput_writes", False),
+    _Method("adelete_thread", False),
+    _Method("copy_thread", True),
+    _Method("acopy_thread", True),
+    _Method("delete_for_runs", True),
+    _Method("adelete_for_runs", True),
+    _Method("prune", True),
+    _Method("aprune", True),
+    _Method("get_delta_channel_history", True),
+    _Method("aget_delta_channel_history", True),
+)
+
+
+def _overrides(saver_type: type, name: str) -> bool:
+    return getattr(saver_type, name, None) is not getattr(BaseCheckpointSaver, name, None)
+
+
+def _takes_task_path(put_writes: Any) -> bool:
+    try:
+        return "task_path" in inspect.signature(put_writes).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
+    """Wraps any checkpoint saver and bounds the message list in every checkpoint it stores.
+
+    The reducer runs just before each ``put`` / ``aput`` (see :class:`CheckpointReduction`
+    for how the reduced list reaches storage and how pruned messages reach ``on_prune``).
+    Everything else goes to the inner saver unchanged: ``get_tuple``, ``list``,
+    ``put_writes``, ``delete_thread``, ``get_next_version``, ``config_specs``, ``serde``,
+    context-manager use, and any attribute the wrapper does not define (``setup``,
+    ``conn``, ...). The optional methods (``copy_thread``, ``delete_for_runs``,
+    ``prune``, the delta-channel history, and their async twins) exist on the wrapper
+    exactly when the inner saver implements them; for a method the inner saver lacks, the
+    wrapper keeps ``BaseCheckpointSaver``'s default, as the inner saver does (mostly a
+    ``NotImplementedError``).
+
+    Wrapping a saver whose ``message_reduction`` already runs the same reducer object on
+    the same channel is a pass-through (``reduces`` is False).
+
+    Hooks run in the thread calling ``put``; ``aput`` runs a reduce that calls hooks or a
+    summary in a worker thread, so the event loop is not blocked.
+
+    Attributes:
+        inner: The wrapped saver.
+        message_reduction: The :class:`CheckpointReduction` in force (the inner saver's in
+            pass-through mode).
+        reduces: False when the inner saver reduces by itself and the wrapper delegates.
+
+    Args:
+        inner: The saver that stores the checkpoints.
+        reducer: The reducer to run on the message list.
+        messages_key: The channel holding the message list.
+
+    Raises:
+        TypeError: ``inner`` is not a BaseCheckpointSaver, ``reducer`` is not a
+            MessageReducer, or ``messages_key`` is not a string.
+        ValueError: ``messages_key`` is empty, or ``inner`` already reduces messages with a
+            different reducer or channel (pruned messages would be cut and handed to
+            long-term memory twice).
+
+    Example:
+        >>> from langgraph.checkpoint.memory import InMemorySaver
+        >>> from agentstate_reducer import MessageReducer
+        >>> saver = ReducingCheckpointSaver(InMemorySaver(), MessageReducer(10, 20))
+        >>> saver.reduces
+        True
+    """
+
+    _specialised: ClassVar[dict[type, type[ReducingCheckpointSaver]]] = {}
+    _specialised_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    inner: BaseCheckpointSaver[Any]
+    message_reduction: CheckpointReduction
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        inner = args[0] if args else kwargs.get("inner")
+        target: type[ReducingCheckpointSaver] = cls
+        if cls is ReducingCheckpointSaver and isinstance(inner, BaseCheckpointSaver):
+            target = cls._specialise(type(inner))
+        return cast(Self, super().__new__(target))
+
+    def __init__(
+        self,
+        inner: BaseCheckpointSaver[Any],
+        reducer: MessageReducer,
+        *,
+        messages_key: str = "messages",
+    ) -> None:
+        if not isinstance(inner, BaseCheckpointSaver):
+            raise TypeError(
+                f"inner must be a LangGraph BaseCheckpointSaver, got {type(inner).__name__}"
+            )
+        check_name("messages_key", messages_key)
+        self.inner = inner
+        self._inner_takes_task_path = _takes_task_path(inner.put_writes)
+        self._inner_async_takes_task_path = _takes_task_path(inner.aput_writes)
+        existing = getattr(inner, "message_reduction", None)
+        if isinstance(existing, CheckpointReduction):
+            if existing.reducer is not reducer or existing.messages_key != messages_key:
+                raise ValueError(
+                    f"{type(inner).__name__} already reduces messages ({existing!r}); "
+                    f"wrapping it with reducer {reducer!r} on {messages_key!r} would cut the "
+                    "history twice and hand pruned messages to long-term memory twice. "
+                    "Use the inner saver alone, or wrap a saver that does not reduce"
+                )
+            self.message_reduction = existing
+            self.reduces = False
+        else:
+            self.message_reduction = CheckpointReduction(
+                reducer, messages_key, next_version=inner.get_next_version
+            )
+            self.reduces = True
+
+    @classmethod
+    def _specialise(cls, inner_type: type) -> type[ReducingCheckpointSaver]:
+        with cls._specialised_lock:
+            found = cls._specialised.get(inner_type)
+            if found is not None:
+                return found
+            namespace: dict[str, Any] = {
+                "__module__": cls.__module__,
+                "__qualname__": f"ReducingCheckpointSaver[{inner_type.__name__}]",
+                "__doc__": f"ReducingCheckpointSaver around {inner_type.__qualname__}.",
+            }
+            for method in _MIRRORED:
+                if not _overrides(inner_type, method.name):
+                    namespace[method.name] = getattr(BaseCheckpointSaver, method.name)
+            bases: list[type] = [cls]
+            if hasattr(inner_type, "__enter__") and hasattr(inner_type, "__exit__"):
+                bases.append(_SyncContext)
+            if hasattr(inner_type, "__aenter__") and hasattr(inner_type, "__aexit__"):
+                bases.append(_AsyncContext)
+            made = type(namespace["__qualname__"], tuple(bases), namespace)
+            cls._specialised[inner_type] = made
+            return made
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names the wrapper lacks: backend helpers such as setup().
+        if name == "inner" or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __repr__(self) -> str:
+        mode = "reducing" if self.reduces else "pass-through"
+        return (
+            f"ReducingCheckpointSaver({self.inner!r}, {self.message_reduction.reducer!r}, "
+            f"messages_key={self.message_reduction.messages_key!r}, {mode})"
+        )
+
+    @property
+    def serde(self) -> SerializerProtocol:
+        """The inner saver's serializer (setting it sets the inner saver's)."""
+        return self.inner.serde
+
+    @serde.setter
+    def serde(self, value: SerializerProtocol) -> None:
+        self.inner.serde = value
+
+    @property
+    @override
+    def config_specs(self) -> list[Any]:
+        return self.inner.config_specs
+
+    @override
+    def with_allowlist(self, extra_allowlist: Any) -> Self:
+        inner = self.inner.with_allowlist(extra_allowlist)
+        if inner is self.inner:
+            return self
+        clone = ReducingCheckpointSaver.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone.inner = inner
+        return clone
+
+    @override
+    def get_next_version(self, current: Any, channel: None) -> Any:
+        return self.inner.get_next_version(current, channel)
+
+    @override
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Reduce the message list, hand what it prunes to ``on_prune``, store the rest.
+
+        Raises:
+            PruneHookError: An ``on_prune`` hook failed; nothing was stored.
+            SummaryError: ``summarize_fn`` failed; nothing was stored.
+            NotImplementedError: The message channel is a DeltaChannel.
+            TypeError: The message channel holds a non-message.
+        """
+        if not self.reduces:
+            return self.inner.put(config, checkpoint, metadata, new_versions)
+        versions = dict(new_versions)
+        stored = self.message_reduction.apply(config, checkpoint, versions, metadata=metadata)
+        return self.inner.put(config, stored, metadata, versions)
+
+    @override
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async :meth:`put`; a reduce with hooks runs in a worker thread (see ``aapply``).
+
+        Raises:
+            PruneHookError: An ``on_prune`` hook failed; nothing was stored.
+            SummaryError: ``summarize_fn`` failed; nothing was stored.
+            NotImplementedError: The message channel is a DeltaChannel.
+            TypeError: The message channel holds a non-message.
+        """
+        if not self.reduces:
+            return await self.inner.aput(config, checkpoint, metadata, new_versions)
+        versions = dict(new_versions)
+        stored = await self.message_reduction.aapply(
+            config, checkpoint, versions, metadata=metadata
+        )
+        return await self.inner.aput(config, stored, metadata, versions)
+
+    @override
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.inner.get_tuple(config)
+
+    @override
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self.inner.aget_tuple(config)
+
+    @override
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        return self.inner.list(config, filter=filter, before=before, limit=limit)
+
+    @override
+    def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        return self.inner.alist(config, filter=filter, before=before, limit=limit)
+
+    @override
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        if self._inner_takes_task_path:
+            self.inner.put_writes(config, writes, task_id, task_path)
+        else:
+            self.inner.put_writes(config, writes, task_id)
+
+    @override
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        if self._inner_async_takes_task_path:
+            await self.inner.aput_writes(config, writes, task_id, task_path)
+        else:
+            await self.inner.aput_writes(config, writes, task_id)
+
+    @override
+    def delete_thread(self, thread_id: str) -> None:
+        self.inner.delete_thread(thread_id)
+
+    @override
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self.inner.adelete_thread(thread_id)
+
+    @override
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self.inner.delete_for_runs(run_ids)
+
+    @override
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await self.inner.adelete_for_runs(run_ids)
+
+    @override
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self.inner.copy_thread(source_thread_id, target_thread_id)
+
+    @override
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self.inner.acopy_thread(source_thread_id, target_thread_id)
+
+    @override
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self.inner.prune(thread_ids, strategy=strategy)
+
+    @override
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await self.inner.aprune(thread_ids, strategy=strategy)
+
+    @override
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return self.inner.get_delta_channel_history(config=config, channels=channels)
+
+    @override
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return await self.inner.aget_delta_channel_history(config=config, channels=channels)
+
+
+class _SyncContext:
+    """Context-manager use, present only when the inner saver is a context manager."""
+
+    inner: Any
+
+    def __enter__(self) -> Self:
+        self.inner.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        result: bool | None = self.inner.__exit__(exc_type, exc, traceback)
+        return result
+
+
+class _AsyncContext:
+    """Async context-manager use, present only when the inner saver has it."""
+
+    inner: Any
+
+    async def __aenter__(self) -> Self:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        result: bool | None = await self.inner.__aexit__(exc_type, exc, traceback)
+        return result
