@@ -6,6 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._checks import check_bool, check_callable, check_choice, check_int, check_name
+
 if TYPE_CHECKING:
     from .policy import ReductionStep
 
@@ -23,6 +25,10 @@ Mode = Literal["reduce", "validate"]
 class ReducerConfig:
     """How a :class:`~agentstate_reducer.MessageReducer` prunes.
 
+    The defaults are the seed's: ``ReducerConfig()`` prunes a list longer than 20 down to
+    10, while ``MessageReducer()`` built without a config never prunes
+    (``max_messages=None``), as the seed documents both.
+
     Two modes. **Count mode** (the default): once the list holds more than
     ``max_messages`` messages, the oldest prunable messages go until ``min_messages``
     remain. **Token mode** (when ``max_tokens`` is set; it takes precedence): once the
@@ -37,8 +43,10 @@ class ReducerConfig:
         max_tokens: Switches to token mode: prune when the list counts more tokens than this.
         target_tokens: Token mode prunes down to this many tokens (hysteresis); defaults to
             ``max_tokens``.
-        token_counter: How tokens are counted: a callable ``(message) -> int``, or
-            ``"approximate"`` (the default), a local estimate that needs no download.
+        token_counter: How tokens are counted (token mode): None or ``"estimate"`` (the
+            default), our local estimate that needs no download; ``"approximate"``,
+            LangChain's ``count_tokens_approximately``; a tiktoken ``Encoding``; a LangChain
+            chat model; or any callable ``(message) -> int``.
         preserve_first: Never prune the message at index 0 (usually the system prompt).
         cascade_tool_messages: Prune the tool results of a pruned ai message with it, and
             never cut between a tool call and its results.
@@ -98,9 +106,9 @@ class ReducerConfig:
     mode: Mode = "reduce"
 
     def __post_init__(self) -> None:
-        _check_int("min_messages", self.min_messages, minimum=0)
+        check_int("min_messages", self.min_messages, minimum=0)
         if self.max_messages is not None:
-            _check_int("max_messages", self.max_messages, minimum=1)
+            check_int("max_messages", self.max_messages, minimum=1)
             if self.min_messages > self.max_messages:
                 raise ValueError(
                     f"min_messages={self.min_messages!r} is above "
@@ -108,9 +116,9 @@ class ReducerConfig:
                     "down to it; lower min_messages or raise max_messages"
                 )
         if self.max_tokens is not None:
-            _check_int("max_tokens", self.max_tokens, minimum=1)
+            check_int("max_tokens", self.max_tokens, minimum=1)
         if self.target_tokens is not None:
-            _check_int("target_tokens", self.target_tokens, minimum=1)
+            check_int("target_tokens", self.target_tokens, minimum=1)
             if self.max_tokens is None:
                 raise ValueError(
                     f"target_tokens={self.target_tokens!r} needs max_tokens: token mode "
@@ -130,11 +138,9 @@ class ReducerConfig:
             "inject_summary",
             "dedupe_on_prune",
         ):
-            value = getattr(self, name)
-            if not isinstance(value, bool):
-                raise TypeError(f"{name} must be True or False, got {value!r}")
-        _check_callable("summarize_fn", self.summarize_fn)
-        _check_callable("summary_message_factory", self.summary_message_factory)
+            check_bool(name, getattr(self, name))
+        check_callable("summarize_fn", self.summarize_fn)
+        check_callable("summary_message_factory", self.summary_message_factory)
         if self.inject_summary and self.summarize_fn is None:
             raise ValueError(
                 "inject_summary=True needs summarize_fn: there is no summary to inject"
@@ -145,17 +151,12 @@ class ReducerConfig:
         if isinstance(hooks, (str, bytes)) or not isinstance(hooks, Sequence):
             raise TypeError(f"on_prune must be a callable or a list of callables, got {hooks!r}")
         for index, hook in enumerate(hooks):
-            if not callable(hook):
-                raise TypeError(f"on_prune[{index}] is not callable: {hook!r}")
+            check_callable(f"on_prune[{index}]", hook, optional=False)
         object.__setattr__(self, "on_prune", tuple(hooks))
-        if not isinstance(self.namespace_key, str) or not self.namespace_key:
-            raise TypeError(f"namespace_key must be a non-empty string, got {self.namespace_key!r}")
-        _check_int("dedupe_window", self.dedupe_window, minimum=1)
-        if self.on_prune_error not in ("raise", "keep"):
-            raise ValueError(
-                f"on_prune_error must be 'raise' or 'keep', got {self.on_prune_error!r}"
-            )
-        _check_int("reply_reserve", self.reply_reserve, minimum=0)
+        check_name("namespace_key", self.namespace_key)
+        check_int("dedupe_window", self.dedupe_window, minimum=1)
+        check_choice("on_prune_error", self.on_prune_error, ("raise", "keep"))
+        check_int("reply_reserve", self.reply_reserve, minimum=0)
         if self.reply_reserve:
             if self.max_tokens is None:
                 raise ValueError(f"reply_reserve={self.reply_reserve!r} needs max_tokens")
@@ -166,9 +167,8 @@ class ReducerConfig:
                     f"reply_reserve={self.reply_reserve!r} leaves no room for history: it must "
                     f"be below target_tokens (here {target})"
                 )
-        _check_int("keep_groups", self.keep_groups, minimum=0)
-        if self.mode not in ("reduce", "validate"):
-            raise ValueError(f"mode must be 'reduce' or 'validate', got {self.mode!r}")
+        check_int("keep_groups", self.keep_groups, minimum=0)
+        check_choice("mode", self.mode, ("reduce", "validate"))
         from .policy import check_policy
 
         check_policy(
@@ -197,15 +197,3 @@ class ReducerConfig:
     def effective_target_tokens(self) -> int | None:
         """The token count token mode prunes down to."""
         return self.target_tokens if self.target_tokens is not None else self.max_tokens
-
-
-def _check_int(name: str, value: Any, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value!r}")
-
-
-def _check_callable(name: str, value: Any) -> None:
-    if value is not None and not callable(value):
-        raise TypeError(f"{name} must be callable or None, got {value!r}")

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from ._checks import check_int, check_number
 from .errors import BackgroundHookError, PruneHookError
 from .messages import id_of
 
@@ -148,8 +149,8 @@ class Background:
         retry_delay: Seconds between attempts (doubled each time).
 
     Raises:
-        TypeError: ``hook`` is not callable.
-        ValueError: A size or count is below 1 (``retries`` below 0).
+        TypeError: ``hook`` is not callable, or a size, count or delay is not a number.
+        ValueError: A size or count is below 1 (``retries`` and ``retry_delay`` below 0).
     """
 
     def __init__(
@@ -163,13 +164,10 @@ class Background:
     ) -> None:
         if not callable(hook):
             raise TypeError(f"Background needs a callable hook, got {hook!r}")
-        for name, value, minimum in (
-            ("max_workers", max_workers, 1),
-            ("max_pending", max_pending, 1),
-            ("retries", retries, 0),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ValueError(f"Background {name} must be an int >= {minimum}, got {value!r}")
+        check_int("Background max_workers", max_workers, minimum=1)
+        check_int("Background max_pending", max_pending, minimum=1)
+        check_int("Background retries", retries, minimum=0)
+        check_number("Background retry_delay", retry_delay, minimum=0)
         self.hook = hook
         self.name = _hook_name(hook)
         self._retries = retries

@@ -32,7 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .messages import TOOL, MessageView, content_of, view_of, with_content
+from ._checks import check_int, check_name
+from .messages import TOOL, content_of, with_content
 
 DEFAULT_PLACEHOLDER = "[tool output cleared to save context]"
 DEFAULT_MARKER = "\n[... truncated: about {removed} tokens removed to fit the context window ...]"
@@ -68,7 +69,6 @@ class ReductionStep:
 
     id: str = ""
     needs_tokens: bool = False
-    prunes: bool = False
 
     def apply(self, work: Any) -> list[Any]:  # pragma: no cover - every step overrides it
         """Change ``work`` and return the messages touched."""
@@ -91,11 +91,8 @@ class ClearToolOutputs(ReductionStep):
     needs_tokens: bool = field(default=True, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        _check_count("ClearToolOutputs.keep_last", self.keep_last)
-        if not isinstance(self.placeholder, str) or not self.placeholder:
-            raise TypeError(
-                f"ClearToolOutputs.placeholder must be a non-empty string, got {self.placeholder!r}"
-            )
+        check_int("ClearToolOutputs.keep_last", self.keep_last, minimum=0)
+        check_name("ClearToolOutputs.placeholder", self.placeholder)
 
     def apply(self, work: Any) -> list[Any]:
         messages: list[Any] = work.messages
@@ -123,7 +120,6 @@ class DropOldest(ReductionStep):
     """
 
     id: str = "drop_oldest"
-    prunes: bool = field(default=True, init=False, repr=False)
     summarizes: bool = field(default=False, init=False, repr=False)
 
     def apply(self, work: Any) -> list[Any]:
@@ -157,6 +153,9 @@ class TruncateLargest(ReductionStep):
     marker: str = DEFAULT_MARKER
     id: str = "truncate_largest"
     needs_tokens: bool = field(default=True, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        check_name("TruncateLargest.marker", self.marker)
 
     def apply(self, work: Any) -> list[Any]:
         state = work.state
@@ -202,11 +201,6 @@ def _truncate(text: str, budget: int, count: Callable[[str], int], marker: str) 
     return candidate(low)
 
 
-def _check_count(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-
-
 def check_policy(policy: Sequence[Any] | None, *, token_mode: bool, can_summarize: bool) -> None:
     """Raise if ``policy`` cannot run with the rest of the configuration.
 
@@ -240,8 +234,3 @@ def check_policy(policy: Sequence[Any] | None, *, token_mode: bool, can_summariz
 def default_policy(can_summarize: bool) -> tuple[ReductionStep, ...]:
     """The policy used when none is given."""
     return (Summarize(),) if can_summarize else (DropOldest(),)
-
-
-def views_of(messages: Sequence[Any]) -> list[MessageView]:
-    """Views of ``messages``, for rebuilding a plan state."""
-    return [view_of(message, f"messages[{i}]") for i, message in enumerate(messages)]

@@ -39,7 +39,7 @@ from agentstate_reducer import MessageReducer, ReducerConfig
             TypeError,
             r"summarize_fn must be callable or None, got 'summary'",
         ),
-        ({"on_prune": [print, 3]}, TypeError, r"on_prune\[1\] is not callable: 3"),
+        ({"on_prune": [print, 3]}, TypeError, r"on_prune\[1\] must be callable, got 3"),
         ({"on_prune": "hook"}, TypeError, r"on_prune must be a callable or a list of callables"),
         ({"token_counter": 12}, TypeError, r"token_counter must be a callable"),
         (
@@ -55,7 +55,9 @@ from agentstate_reducer import MessageReducer, ReducerConfig
             ValueError,
             r"on_prune_error must be 'raise' or 'keep', got 'ignore'",
         ),
-        ({"namespace_key": ""}, TypeError, r"namespace_key must be a non-empty string"),
+        ({"namespace_key": ""}, ValueError, r"namespace_key must be a non-empty string"),
+        ({"namespace_key": 7}, TypeError, r"namespace_key must be a string, got 7"),
+        ({"mode": 1}, TypeError, r"mode must be 'reduce' or 'validate', got 1"),
     ],
 )
 def test_bad_config_is_rejected(kwargs: dict[str, Any], error: type[Exception], match: str) -> None:

@@ -181,7 +181,7 @@ def test_background_applies_back_pressure_instead_of_dropping() -> None:
 def test_background_rejects_bad_arguments() -> None:
     with pytest.raises(TypeError, match="needs a callable hook"):
         Background(3)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_pending must be an int >= 1, got 0"):
+    with pytest.raises(ValueError, match="max_pending must be at least 1, got 0"):
         Background(print, max_pending=0)
 
 
