@@ -248,8 +248,12 @@ def view_of(msg: Any, where: str) -> MessageView:
 def read_view(msg: Any) -> MessageView:
     """:func:`view_of` without the position: the reducer's hot path.
 
-    Plain dicts and objects with a string ``type`` (LangChain messages) are read directly;
-    anything else goes through the general accessors.
+    A fast path of :func:`general_view` (which is built from the public accessors and is
+    the specification): plain dicts and objects with a string ``type`` (LangChain
+    messages) whose fields have their usual exact types are read directly; anything else
+    (a non-dict ``data`` mapping, an explicit ``role: None``, a ``str`` subclass, a tuple of
+    tool calls, ...) goes through :func:`general_view`. A property test checks that both
+    give the same view for every shape.
 
     Raises:
         TypeError: ``msg`` is not a message.
@@ -258,49 +262,66 @@ def read_view(msg: Any) -> MessageView:
         fields: Mapping[str, Any] | None = msg
         raw = msg.get("role")
         if raw is None:
+            if "role" in msg:
+                return general_view(msg)
             raw = msg.get("type")
             data = msg.get("data")
-            if type(data) is dict and "content" not in msg:
+            if data is not None and "content" not in msg:
+                if type(data) is not dict:
+                    return general_view(msg)
                 fields = data
                 if raw == "chat":
                     raw = data.get("role") or raw
         if type(raw) is not str:
-            return _general_view(msg)
+            return general_view(msg)
     else:
         raw = getattr(msg, "type", None)
         if type(raw) is not str or raw == "chat":
-            return _general_view(msg)
+            return general_view(msg)
         fields = None
     role = ROLE_ALIASES.get(raw)
     if role is None:
         role = _normalise(raw)
     found = fields.get("id") if fields is not None else getattr(msg, "id", None)
-    message_id = found if type(found) is str and found else None
+    if found is not None and type(found) is not str:
+        return general_view(msg)
+    message_id = found or None
     if role == AI:
         calls = fields.get("tool_calls") if fields is not None else getattr(msg, "tool_calls", None)
         if not calls:  # also looks in additional_kwargs
             return MessageView(role, message_id, tool_call_ids_of(msg), None)
+        if type(calls) is not list:
+            return general_view(msg)
         ids = []
         for call in calls:
-            call_id = call.get("id") if type(call) is dict else _call_id(call)
-            if type(call_id) is str and call_id:
+            if type(call) is not dict:
+                return general_view(msg)
+            call_id = call.get("id")
+            if call_id is not None and type(call_id) is not str:
+                return general_view(msg)
+            if call_id:
                 ids.append(call_id)
         return MessageView(role, message_id, tuple(ids), None)
     if role == TOOL:
         answered = (
             fields.get("tool_call_id") if fields is not None else getattr(msg, "tool_call_id", None)
         )
-        return MessageView(
-            role, message_id, (), answered if type(answered) is str and answered else None
-        )
+        if answered is not None and type(answered) is not str:
+            return general_view(msg)
+        return MessageView(role, message_id, (), answered or None)
     return MessageView(role, message_id, (), None)
 
 
-def _general_view(msg: Any) -> MessageView:
+def general_view(msg: Any) -> MessageView:
+    """The view of ``msg`` read through the public accessors (:func:`role_of`,
+    :func:`id_of`, :func:`tool_call_ids_of`, :func:`tool_call_id_of`): the specification
+    :func:`read_view` is a fast path of.
+
+    Raises:
+        TypeError: ``msg`` is not a message.
+    """
     role = role_of(msg)
-    fields = _fields(msg)
-    found = fields.get("id") if fields is not None else getattr(msg, "id", None)
-    message_id = found if isinstance(found, str) and found else None
+    message_id = id_of(msg)
     if role == AI:
         return MessageView(role, message_id, tool_call_ids_of(msg), None)
     if role == TOOL:

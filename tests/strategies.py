@@ -151,3 +151,110 @@ def rendered(records: list[Msg], shape: str) -> list[Any]:
 
 
 shapes = st.sampled_from(SHAPES)
+
+
+# -- messages of every shape, usual and odd, for the message reader --------------------
+
+
+class IdText(str):
+    """A ``str`` subclass (an enum-like id): readers must treat it as a string."""
+
+
+@dataclass
+class CallObject:
+    """A tool call held as an object rather than a dict."""
+
+    id: Any
+    name: str = "lookup"
+    args: Any = None
+
+
+_ODD_STRINGS = st.one_of(
+    st.sampled_from(["", "x", "call-1", "m-1"]), st.builds(IdText, st.sampled_from(["", "i"]))
+)
+_ROLE_VALUES = st.one_of(
+    st.none(),
+    st.sampled_from(
+        ["user", "human", "assistant", "ai", "AI", "tool", "system", "chat", "developer", "agent"]
+    ),
+    st.builds(IdText, st.sampled_from(["user", "tool", "ai"])),
+    st.integers(0, 3),
+)
+_ID_VALUES = st.one_of(st.none(), _ODD_STRINGS, st.integers(0, 3))
+
+
+def _mapping(draw: st.DrawFn, base: dict[str, Any]) -> Any:
+    """``base`` as a dict or as a read-only non-dict mapping."""
+    from types import MappingProxyType
+
+    return MappingProxyType(base) if draw(st.booleans()) else base
+
+
+@st.composite
+def _tool_call(draw: st.DrawFn) -> Any:
+    call_id = draw(_ID_VALUES)
+    form = draw(st.sampled_from(["langchain", "openai", "object", "mapping"]))
+    if form == "object":
+        return CallObject(call_id)
+    if form == "openai":
+        body = {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    else:
+        body = {"id": call_id, "name": "f", "args": {}}
+    return _mapping(draw, body) if form == "mapping" else body
+
+
+@st.composite
+def _fields(draw: st.DrawFn) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if draw(st.booleans()):
+        fields["id"] = draw(_ID_VALUES)
+    if draw(st.booleans()):
+        fields["content"] = draw(st.sampled_from(["hi", "", None]))
+    if draw(st.booleans()):
+        calls = draw(st.lists(_tool_call(), max_size=3))
+        fields["tool_calls"] = tuple(calls) if draw(st.booleans()) else calls
+    if draw(st.booleans()):
+        fields["additional_kwargs"] = {"tool_calls": draw(st.lists(_tool_call(), max_size=2))}
+    if draw(st.booleans()):
+        fields["tool_call_id"] = draw(_ID_VALUES)
+    return fields
+
+
+@st.composite
+def any_message(draw: st.DrawFn) -> Any:
+    """A message of any shape the reader meets, including odd ones: ``role: None``, non-dict
+    mappings (top level or as LangChain's serialised ``data``), ``str`` subclasses, ids that
+    are not strings, tool calls as tuples or objects, and things that are not messages."""
+    kind = draw(st.sampled_from(["role_dict", "type_dict", "serialized", "duck", "langchain"]))
+    if kind == "langchain":
+        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+        call = {"id": draw(st.sampled_from(["c1", "c2"])), "name": "f", "args": {}}
+        return draw(
+            st.sampled_from(
+                [
+                    HumanMessage("q", id="h1"),
+                    AIMessage("", id="a1", tool_calls=[call]),
+                    AIMessage("", additional_kwargs={"tool_calls": [{**call, "type": "function"}]}),
+                    ToolMessage("r", tool_call_id="c1"),
+                ]
+            )
+        )
+    fields = draw(_fields())
+    if kind == "duck":
+        duck = Duck(type=draw(_ROLE_VALUES), content="x")  # type: ignore[arg-type]
+        for name, value in fields.items():
+            setattr(duck, name, value)
+        return duck
+    if kind == "serialized":
+        outer: dict[str, Any] = {"type": draw(_ROLE_VALUES), "data": _mapping(draw, fields)}
+        if draw(st.booleans()):
+            fields["role"] = draw(_ROLE_VALUES)
+        if draw(st.integers(0, 5)) == 0:
+            outer["role"] = None
+        return _mapping(draw, outer) if draw(st.integers(0, 3)) == 0 else outer
+    key = "role" if kind == "role_dict" else "type"
+    message = {key: draw(_ROLE_VALUES), **fields}
+    if kind == "role_dict" and draw(st.booleans()):
+        message["type"] = draw(_ROLE_VALUES)
+    return _mapping(draw, message) if draw(st.integers(0, 3)) == 0 else message
