@@ -490,6 +490,18 @@ class _Work:
 
 
 class _Session(NamedTuple):
+    """The plan state of the last list a reducer returned, to plan its next turn from.
+
+    Invariant: ``state`` describes ``messages`` position by position (views, token counts,
+    tool links), exactly as a fresh ``PlanState`` extended with ``messages`` would, and
+    ``messages`` is the reducer's own copy of the list it returned (a caller changing the
+    returned list cannot change it). A reduce uses it only when its input starts with
+    ``messages`` item for item (``==``); then only the rest is read, which is what makes a
+    growing chat cost work for the new turn. Anything else (an edit, another conversation)
+    plans afresh. A reduce that raises leaves no session. ``tests/test_incremental.py``
+    checks that plans made this way equal fresh ones, in count and token mode.
+    """
+
     state: PlanState
     messages: list[Any]
 

@@ -27,7 +27,6 @@ import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from itertools import islice
 from typing import Any, NamedTuple
 
 from langchain_core.runnables import RunnableConfig
@@ -58,25 +57,21 @@ class _Stored(NamedTuple):
     """What one reduction stored, so the next put of the same chain can build on it.
 
     Invariant (what makes building on it correct): ``reduced`` is what this instance
-    stored for checkpoint ``checkpoint_id`` of the chain, under ``stored_version``, for the
-    run's list ``live`` as it was then: its first ``live_len`` items, ending with
-    ``live_last``, at channel version ``live_version``; ``changed`` says whether
-    ``reduced`` differs from those items. It is only used for a put whose parent is
-    ``checkpoint_id`` (LangGraph names the parent in the put config), so forks and time
-    travel never build on it. Its two fast paths rely on LangGraph handing ``put`` a new
-    list object whenever the channel's value changes (``add_messages`` and the channel
-    reducers return new lists); a list changed in place at the same length is the one
-    change they cannot see, which is why the newest item's identity is checked too.
+    stored, under ``stored_version``, for checkpoint ``checkpoint_id`` of the chain, whose
+    run's list held exactly the objects of ``snapshot`` (in order) at channel version
+    ``live_version``; ``changed`` says whether ``reduced`` differs from ``snapshot``. It is
+    only used for a put whose parent is ``checkpoint_id`` (LangGraph names the parent in
+    the put config), so forks and time travel never build on it, and only while the run's
+    list still starts with the same objects (compared by identity, which also sees a list
+    changed in place), so an edited or reloaded list is reduced whole.
     """
 
     checkpoint_id: str
-    live: list[Any]  # the caller's list object (held, so its identity stays unique)
-    live_len: int
-    live_last: Any
+    snapshot: tuple[Any, ...]
     live_version: Any
     stored_version: Any
     reduced: list[Any]
-    changed: bool  # whether ``reduced`` differs from ``live``
+    changed: bool  # whether ``reduced`` differs from ``snapshot``
 
 
 class _Put(NamedTuple):
@@ -263,19 +258,14 @@ class CheckpointReduction:
         list plus the new tail is reduced, as a reducer in the state would.
         """
         live, last = put.live, put.last
-        if (
-            last is not None
-            and last.live is live
-            and last.live_len == len(live)
-            and (not live or live[-1] is last.live_last)
-            and last.live_version == put.live_version
-        ):
-            return last.reduced, last.changed
-        if last is not None and _extends(live, last.live, last.live_len):
+        if last is not None and _starts_with(live, last.snapshot):
+            known = len(last.snapshot)
+            if known == len(live) and last.live_version == put.live_version:
+                return last.reduced, last.changed  # the same list again (a replayed put)
             if not last.changed:  # nothing cut so far: the stored list is the run's
                 existing, new, changed = live, [], False
             else:
-                existing, new, changed = last.reduced, live[last.live_len :], True
+                existing, new, changed = last.reduced, live[known:], True
         else:
             existing, new, changed = live, [], False
         if not self._reducer.limits.may_prune(len(existing) + len(new)):
@@ -310,9 +300,7 @@ class CheckpointReduction:
             put.chain,
             _Stored(
                 checkpoint["id"],
-                put.live,
-                len(put.live),
-                put.live[-1] if put.live else None,
+                tuple(put.live),
                 live_version,
                 stored_version,
                 reduced,
@@ -380,13 +368,9 @@ def refuse_delta_channel(
         )
 
 
-def _extends(live: list[Any], previous: list[Any], previous_len: int) -> bool:
-    """Whether ``live`` starts with the first ``previous_len`` items of ``previous``."""
-    if len(live) < previous_len:
-        return False
-    if live is previous:
-        return True
-    return all(map(operator.is_, islice(live, previous_len), islice(previous, previous_len)))
+def _starts_with(live: list[Any], snapshot: tuple[Any, ...]) -> bool:
+    """Whether ``live`` starts with the objects of ``snapshot``, in order."""
+    return len(live) >= len(snapshot) and all(map(operator.is_, live, snapshot))
 
 
 def same_items(a: list[Any], b: list[Any]) -> bool:
