@@ -11,7 +11,8 @@ from ._checks import check_bool, check_callable, check_choice, check_int, check_
 if TYPE_CHECKING:
     from .policy import ReductionStep
 
-#: A prune hook: ``hook(pruned_messages, namespace)``; its return value is ignored.
+#: A prune hook: ``hook(messages, namespace)``; its return value is ignored. May be a
+#: coroutine function (awaited by ``areduce``).
 RememberFn = Callable[[list[Any], Any], Any]
 
 #: The key integrations read from a run's config to find the long-term memory namespace.
@@ -47,23 +48,45 @@ class ReducerConfig:
             default), our local estimate that needs no download; ``"approximate"``,
             LangChain's ``count_tokens_approximately``; a tiktoken ``Encoding``; a LangChain
             chat model; or any callable ``(message) -> int``.
-        preserve_first: Never prune the message at index 0 (usually the system prompt).
+        preserve_first: Never prune the message at index 0: True (the seed's default),
+            False, or ``"system"``: only when it is a system or developer message, for
+            agents whose system prompt lives outside the list (LangChain's
+            ``create_agent(system_prompt=...)``), where index 0 is the first question.
         cascade_tool_messages: Prune the tool results of a pruned ai message with it, and
             never cut between a tool call and its results.
-        summarize_fn: ``(pruned_messages) -> str``, called once per reduce that prunes.
-        inject_summary: Put the summary into the list where the pruned block was. Needs
-            ``summarize_fn``.
+        summarize_fn: ``(messages) -> str`` summarising what a reduce prunes, called at
+            most once per reduce that prunes (never again for the same messages: replays
+            reuse it). With ``inject_summary`` the summary already in the list comes
+            first in ``messages`` (marked, see ``messages.is_summary``) and is folded in: a
+            running summary. May be a coroutine function, or an object with an ``acall``
+            coroutine method too (awaited by ``areduce``); see also the LLM summarizer in
+            ``agentstate_reducer.langgraph.summarizers``. Needs a policy with a summarising
+            step (the default policy has one).
+        inject_summary: Put the summary into the list where the pruned block was, as one
+            human message marked as a summary, replacing the previous summary; it counts
+            towards the bound. Needs ``summarize_fn``.
         summary_message_factory: ``(summary, pruned_count) -> list of messages`` building the
-            injected block; by default a human summary message and a short ai reply, of the
-            same kind as the list's own messages.
+            injected block instead (for lists of other objects, or another layout); its
+            messages are marked as summaries and given deterministic ids if they lack them.
+        summary_max_tokens: Token mode: room left for the summary block when a summarising
+            prune plans (the block itself may end up smaller or larger; if it is larger
+            and the list is then over ``max_tokens``, more is pruned and folded in). By
+            default the summarizer's own ``max_summary_tokens`` when it has one, else a
+            tenth of the history's target (at least 32).
         on_prune: Hooks ``(pruned_messages, namespace)`` that hand pruned messages to
             long-term memory. A single callable is accepted too.
         namespace_key: The ``configurable`` key integrations read the hooks' namespace from.
         dedupe_on_prune: Hand each message id to each hook at most once per reducer.
         dedupe_window: How many delivered ids each hook's memory keeps (oldest forgotten).
-        on_prune_error: What a failing hook does to the reduce: ``"raise"`` (default) raises
-            :class:`~agentstate_reducer.PruneHookError`; ``"keep"`` prunes nothing this time
-            and reports the failure on ``ReducerResult.hook_error``.
+        on_prune_error: What a failing hook or summarizer does to the reduce: ``"raise"``
+            (default) raises :class:`~agentstate_reducer.PruneHookError` (the reducer keeps
+            what the hook did not take and retries it on its next hand-off) or
+            :class:`~agentstate_reducer.SummaryError` (nothing pruned); ``"keep"`` prunes
+            nothing this time and reports the failure on ``ReducerResult.hook_error`` or
+            ``summary_error`` (the list is the retry buffer). ``reduce(on_prune_error=...)``
+            overrides it per call (the checkpoint savers use ``"keep"``).
+        max_pending_handoff: Messages a failing hook may have waiting for a retry (per
+            hook); once that many wait, a reduce that would hand it more prunes nothing.
         reply_reserve: Tokens kept free for the model's reply: the history may use
             ``max_tokens - reply_reserve`` (and is pruned to ``target_tokens -
             reply_reserve``), so ``max_tokens`` can be the model's context size.
@@ -89,16 +112,18 @@ class ReducerConfig:
     max_tokens: int | None = None
     target_tokens: int | None = None
     token_counter: Callable[[Any], int] | str | None = None
-    preserve_first: bool = True
+    preserve_first: bool | Literal["system"] = True
     cascade_tool_messages: bool = True
-    summarize_fn: Callable[[list[Any]], str | None] | None = None
+    summarize_fn: Callable[[list[Any]], Any] | None = None
     inject_summary: bool = False
     summary_message_factory: Callable[[str, int], list[Any]] | None = None
+    summary_max_tokens: int | None = None
     on_prune: Sequence[RememberFn] = field(default_factory=tuple)
     namespace_key: str = DEFAULT_NAMESPACE_KEY
     dedupe_on_prune: bool = True
     dedupe_window: int = 10_000
     on_prune_error: OnPruneError = "raise"
+    max_pending_handoff: int = 10_000
     reply_reserve: int = 0
     start_on_human: bool = False
     keep_groups: int = 0
@@ -132,12 +157,12 @@ class ReducerConfig:
         from .tokens import check_token_counter
 
         check_token_counter(self.token_counter)
-        for name in (
-            "preserve_first",
-            "cascade_tool_messages",
-            "inject_summary",
-            "dedupe_on_prune",
-        ):
+        if self.preserve_first != "system" and not isinstance(self.preserve_first, bool):
+            error = ValueError if isinstance(self.preserve_first, str) else TypeError
+            raise error(
+                f"preserve_first must be True, False or 'system', got {self.preserve_first!r}"
+            )
+        for name in ("cascade_tool_messages", "inject_summary", "dedupe_on_prune"):
             check_bool(name, getattr(self, name))
         check_callable("summarize_fn", self.summarize_fn)
         check_callable("summary_message_factory", self.summary_message_factory)
@@ -156,6 +181,14 @@ class ReducerConfig:
         check_name("namespace_key", self.namespace_key)
         check_int("dedupe_window", self.dedupe_window, minimum=1)
         check_choice("on_prune_error", self.on_prune_error, ("raise", "keep"))
+        check_int("max_pending_handoff", self.max_pending_handoff, minimum=0)
+        if self.summary_max_tokens is not None:
+            check_int("summary_max_tokens", self.summary_max_tokens, minimum=1)
+            if self.max_tokens is None:
+                raise ValueError(
+                    f"summary_max_tokens={self.summary_max_tokens!r} works on tokens: set "
+                    "max_tokens (in count mode the summary block takes one of min_messages)"
+                )
         check_int("reply_reserve", self.reply_reserve, minimum=0)
         if self.reply_reserve:
             if self.max_tokens is None:

@@ -4,11 +4,12 @@
 
     ReducerError                 base of everything below
     ├── SummaryError             summarize_fn raised or returned something unusable
-    └── PruneHookError           an on_prune hook failed; the pruned messages are attached
-        └── BackgroundHookError  a Background hook failed earlier; its batches are attached
+    └── PruneHookError           an on_prune hook failed to take messages
+        └── BackgroundHookError  a Background hook keeps failing; its batches are kept
 
 Configuration and input problems are reported with the built-in ``ValueError`` and
-``TypeError``, naming the field or list position at fault.
+``TypeError``, naming the field or list position at fault; LangGraph features that are not
+supported raise ``NotImplementedError``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ class SummaryError(ReducerError):
     """``summarize_fn`` failed, so nothing was pruned.
 
     Attributes:
-        pruned: The messages the reducer was about to prune and summarise.
+        pruned: The messages the reducer was about to prune and summarise (after any
+            summary being folded into the new one).
     """
 
     def __init__(self, message: str, pruned: Sequence[Any]) -> None:
@@ -37,18 +39,21 @@ class SummaryError(ReducerError):
 
 
 class PruneHookError(ReducerError):
-    """One or more ``on_prune`` hooks failed to take the pruned messages.
+    """One or more ``on_prune`` hooks failed to take messages.
 
-    The messages were not remembered as delivered to the failing hooks, so the next
-    reduce that prunes them hands them over again. Callers that store the reduced
-    list (checkpoint savers) must not store it, so that the messages are not lost.
+    Nothing is lost: with ``on_prune_error="raise"`` the reducer keeps the messages a hook
+    did not take and hands them over again, first thing, on its next hand-off (see
+    ``reducer.handoff_status()``); ``kept`` is False only when its retry store was full,
+    and then nothing was pruned. Callers that store the reduced list (checkpoint savers)
+    may store ``result`` when ``kept`` is True.
 
     Attributes:
-        pruned: Every message the reduce pruned.
+        pruned: The messages the failing hooks did not take.
         namespace: The namespace the hooks were called with.
         failures: ``(hook, exception)`` pairs, one per failing hook.
-        result: The result the reduce would have returned, for callers that choose
-            to go on regardless.
+        result: The result the reduce would have returned (None when nothing may be
+            pruned because the failed messages could not be kept).
+        kept: Whether the reducer keeps the failed messages for a retry.
     """
 
     def __init__(
@@ -59,21 +64,23 @@ class PruneHookError(ReducerError):
         namespace: Any,
         failures: Sequence[tuple[Any, BaseException]],
         result: ReducerResult | None = None,
+        kept: bool = True,
     ) -> None:
         super().__init__(message)
         self.pruned = list(pruned)
         self.namespace = namespace
         self.failures = list(failures)
         self.result = result
+        self.kept = kept
 
 
 class BackgroundHookError(PruneHookError):
-    """A hook run by :class:`~agentstate_reducer.Background` failed after its retries.
+    """A hook run by :class:`~agentstate_reducer.Background` keeps failing.
 
     Attributes:
-        batches: ``(messages, namespace, exception)`` for every batch that failed. They
-            are handed to you here and no longer kept by the ``Background``: replay them
-            (for example with ``Background.run_now``) or store them elsewhere.
+        batches: ``(messages, namespace, exception)`` for every batch that failed. The
+            ``Background`` still keeps them and retries them (``failed_batches``,
+            ``discard_failed()``).
     """
 
     def __init__(

@@ -1,12 +1,21 @@
-"""Handing pruned messages to ``on_prune`` hooks: once per message id, never silently lost.
+"""Handing messages that leave the list to ``on_prune`` hooks: once each, never lost.
 
-:class:`HookDelivery` remembers, per hook, the ids it has taken (a bounded memory), so the
-overlapping lists a checkpointer reduces several times per run reach each hook once. An id
-is remembered only after the hook returns: a hook that raises gets the same messages again
-on the next reduce that prunes them. Ids being delivered by one thread are skipped by
-another, so sharing a reducer between threads does not deliver twice.
+:class:`HookDelivery` runs the hooks of one reducer. Per hook it keeps
 
-:class:`Background` runs a slow hook on a small thread pool so the reduce does not wait.
+* a **delivered** memory (bounded, oldest forgotten first) of the messages the hook took,
+  keyed by namespace, id and content (:func:`~agentstate_reducer.messages.fingerprint`), so
+  the overlapping lists a checkpointer reduces several times per run reach it once, while
+  the same id in another conversation, or with new content, is new;
+* the messages **in flight** (being handed over by another thread), skipped meanwhile;
+* the **pending** batches: failed hand-offs it keeps for a retry (bounded by
+  ``pending_limit`` messages). Each delivery first retries them; a hook whose retry fails
+  is not called again in that delivery, and the new batch waits with them.
+
+A message is remembered as delivered only after the hook returns. Messages without an id
+cannot be matched and are handed over each time a reduce removes them (at least once).
+
+:class:`Background` runs a slow hook on a small thread pool, so the reduce does not wait;
+its failed batches are kept and retried (see there).
 """
 
 from __future__ import annotations
@@ -17,99 +26,246 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
+from ._calls import Call, Effects, call_sync
 from ._checks import check_int, check_number
-from .errors import BackgroundHookError, PruneHookError
-from .messages import id_of
+from .errors import BackgroundHookError
+from .messages import fingerprint, id_of
 
 logger = logging.getLogger(__name__)
 
+Hook = Callable[[list[Any], Any], Any]
+"""``hook(messages, namespace)``; its return value is ignored. May be a coroutine function."""
+
+_Key = tuple[Hashable, str, str]
+
+
+def namespace_key(namespace: Any) -> Hashable:
+    """``namespace`` as a dict key (its ``repr`` when it is not hashable)."""
+    try:
+        hash(namespace)
+    except TypeError:
+        return ("repr", repr(namespace))
+    return namespace  # type: ignore[no-any-return]
+
+
+@dataclass
+class PendingBatch:
+    """Messages a hook failed to take, kept for a retry.
+
+    Attributes:
+        messages: The messages, as they were handed over.
+        namespace: The namespace they were handed over with.
+        error: The last exception the hook raised for them.
+    """
+
+    messages: list[Any]
+    namespace: Any
+    error: Exception
+    keys: list[_Key] = field(default_factory=list, repr=False)
+
+
+@dataclass(frozen=True)
+class HandoffStatus:
+    """How the hand-off to ``on_prune`` hooks is doing (``reducer.handoff_status()``).
+
+    Attributes:
+        delivered: Messages the hooks took since the reducer was built (per hook, summed).
+        failures: Hook calls that raised.
+        pending_messages: Messages waiting for a retry, over all hooks.
+        pending_batches: Batches waiting for a retry.
+        last_error: The last exception a hook raised, or None.
+    """
+
+    delivered: int
+    failures: int
+    pending_messages: int
+    pending_batches: int
+    last_error: Exception | None
+
+
+@dataclass(frozen=True)
+class HookFailure:
+    """One hook that failed during a delivery, and the messages it did not take."""
+
+    hook: Hook
+    error: Exception
+    messages: list[Any]
+    namespace: Any
+    kept: bool
+    """Whether the messages are kept for a retry (False when the hand-off keeps them in
+    the list instead, or when ``pending_limit`` was reached)."""
+
 
 class _HookMemory:
-    __slots__ = ("delivered", "in_flight")
+    __slots__ = ("delivered", "in_flight", "pending", "pending_count")
 
     def __init__(self) -> None:
-        self.delivered: OrderedDict[str, None] = OrderedDict()
-        self.in_flight: set[str] = set()
+        self.delivered: OrderedDict[_Key, None] = OrderedDict()
+        self.in_flight: set[_Key] = set()
+        self.pending: list[PendingBatch] = []
+        self.pending_count = 0
 
 
 class HookDelivery:
-    """Runs the ``on_prune`` hooks of one reducer with per-hook, thread-safe dedupe."""
+    """Runs the ``on_prune`` hooks of one reducer (see the module docstring).
+
+    Safe to share between threads and event loops.
+    """
 
     def __init__(
-        self, hooks: Sequence[Callable[[list[Any], Any], Any]], *, dedupe: bool, window: int
-    ):
+        self,
+        hooks: Sequence[Hook],
+        *,
+        dedupe: bool,
+        window: int,
+        pending_limit: int,
+    ) -> None:
         self._hooks = tuple(hooks)
         self._dedupe = dedupe
         self._window = window
+        self._pending_limit = pending_limit
         self._memories = [_HookMemory() for _ in self._hooks]
         self._lock = threading.Lock()
+        self._delivered = 0
+        self._failures = 0
+        self._last_error: Exception | None = None
 
     def __bool__(self) -> bool:
         return bool(self._hooks)
 
-    def deliver(self, pruned: Sequence[Any], namespace: Any) -> None:
-        """Hand ``pruned`` to every hook that has not taken them yet.
+    def deliver(
+        self, batch: Sequence[Any], namespace: Any, *, keep_failed: bool
+    ) -> Effects[list[HookFailure]]:
+        """Hand ``batch`` to every hook that has not taken it, after retrying what is
+        pending; yields the hook calls, returns the failures.
 
-        Raises:
-            PruneHookError: At least one hook raised; every hook was still tried.
+        Args:
+            batch: The messages (possibly empty: then only the pending batches are retried).
+            namespace: The namespace to hand them over with.
+            keep_failed: Keep what a hook fails to take for a retry (False when the caller
+                keeps the messages in its list instead).
         """
-        failures: list[tuple[Any, BaseException]] = []
+        failures: list[HookFailure] = []
+        ns = namespace_key(namespace)
         for hook, memory in zip(self._hooks, self._memories, strict=True):
-            batch, reserved = self._reserve(memory, pruned)
-            if not batch:
+            down: Exception | None = None
+            for pending in self._take_pending(memory):
+                if down is None:
+                    outcome = yield Call(hook, (list(pending.messages), pending.namespace))
+                    down = outcome.error
+                    if down is None:
+                        self._settle(memory, pending.keys, pending.messages, delivered=True)
+                        continue
+                    self._failed(down)
+                    pending.error = down
+                self._keep(memory, pending)
+            fresh, keys = self._reserve(memory, batch, ns)
+            if not fresh:
+                if down is not None:
+                    failures.append(HookFailure(hook, down, [], namespace, kept=True))
                 continue
-            try:
-                hook(batch, namespace)
-            except Exception as exc:
-                self._release(memory, reserved, delivered=False)
-                failures.append((hook, exc))
+            if down is None:
+                outcome = yield Call(hook, (fresh, namespace))
+                error = outcome.error
+                if error is None:
+                    self._settle(memory, keys, fresh, delivered=True)
+                    continue
+                self._failed(error)
             else:
-                self._release(memory, reserved, delivered=True)
-        if failures:
-            names = ", ".join(_hook_name(hook) for hook, _ in failures)
-            first = failures[0][1]
-            raise PruneHookError(
-                f"on_prune hook {names} failed on {len(pruned)} pruned message(s): "
-                f"{type(first).__name__}: {first}. The messages were not marked as "
-                "delivered; they will be handed over again on the next reduce that prunes them",
-                pruned=pruned,
-                namespace=namespace,
-                failures=failures,
-            ) from first
+                error = down  # the hook is still down: do not call it again now
+            kept = keep_failed and self._room(memory, len(fresh))
+            if kept:
+                self._keep(memory, PendingBatch(fresh, namespace, error, keys))
+            else:
+                self._settle(memory, keys, fresh, delivered=False)
+            failures.append(HookFailure(hook, error, fresh, namespace, kept=kept))
+        return failures
 
-    def _reserve(self, memory: _HookMemory, pruned: Sequence[Any]) -> tuple[list[Any], list[str]]:
-        if not self._dedupe:
-            return list(pruned), []
-        batch: list[Any] = []
-        reserved: list[str] = []
+    def status(self) -> HandoffStatus:
+        """Counters and the pending backlog."""
         with self._lock:
-            for message in pruned:
+            batches = [b for memory in self._memories for b in memory.pending]
+            return HandoffStatus(
+                delivered=self._delivered,
+                failures=self._failures,
+                pending_messages=sum(len(b.messages) for b in batches),
+                pending_batches=len(batches),
+                last_error=self._last_error,
+            )
+
+    def take_pending(self) -> list[tuple[Hook, PendingBatch]]:
+        """Remove and return every pending batch, to store them elsewhere."""
+        out: list[tuple[Hook, PendingBatch]] = []
+        with self._lock:
+            for hook, memory in zip(self._hooks, self._memories, strict=True):
+                for pending in memory.pending:
+                    memory.in_flight.difference_update(pending.keys)
+                    out.append((hook, pending))
+                memory.pending, memory.pending_count = [], 0
+        return out
+
+    # -- bookkeeping (under the lock) ---------------------------------------------------
+
+    def _take_pending(self, memory: _HookMemory) -> list[PendingBatch]:
+        with self._lock:
+            taken, memory.pending, memory.pending_count = memory.pending, [], 0
+        return taken
+
+    def _keep(self, memory: _HookMemory, pending: PendingBatch) -> None:
+        with self._lock:
+            memory.pending.append(pending)
+            memory.pending_count += len(pending.messages)
+
+    def _room(self, memory: _HookMemory, size: int) -> bool:
+        with self._lock:
+            return memory.pending_count + size <= self._pending_limit
+
+    def _failed(self, error: Exception) -> None:
+        with self._lock:
+            self._failures += 1
+            self._last_error = error
+
+    def _reserve(
+        self, memory: _HookMemory, batch: Sequence[Any], ns: Hashable
+    ) -> tuple[list[Any], list[_Key]]:
+        if not self._dedupe:
+            return list(batch), []
+        fresh: list[Any] = []
+        keys: list[_Key] = []
+        with self._lock:
+            for message in batch:
                 message_id = id_of(message)
                 if message_id is None:
-                    batch.append(message)
-                elif message_id not in memory.delivered and message_id not in memory.in_flight:
-                    memory.in_flight.add(message_id)
-                    reserved.append(message_id)
-                    batch.append(message)
-        return batch, reserved
+                    fresh.append(message)
+                    continue
+                key = (ns, message_id, fingerprint(message))
+                if key not in memory.delivered and key not in memory.in_flight:
+                    memory.in_flight.add(key)
+                    keys.append(key)
+                    fresh.append(message)
+        return fresh, keys
 
-    def _release(self, memory: _HookMemory, reserved: list[str], *, delivered: bool) -> None:
-        if not reserved:
-            return
+    def _settle(
+        self, memory: _HookMemory, keys: list[_Key], messages: list[Any], *, delivered: bool
+    ) -> None:
         with self._lock:
-            for message_id in reserved:
-                memory.in_flight.discard(message_id)
-                if delivered:
-                    memory.delivered[message_id] = None
-            while len(memory.delivered) > self._window:
-                memory.delivered.popitem(last=False)
+            memory.in_flight.difference_update(keys)
+            if delivered:
+                self._delivered += len(messages)
+                for key in keys:
+                    memory.delivered[key] = None
+                    memory.delivered.move_to_end(key)
+                while len(memory.delivered) > self._window:
+                    memory.delivered.popitem(last=False)
 
 
-def _hook_name(hook: Any) -> str:
+def hook_name(hook: Any) -> str:
+    """A readable name for a hook, for messages."""
     return getattr(hook, "__qualname__", None) or repr(hook)
 
 
@@ -120,13 +276,13 @@ _LIVE_BACKGROUNDS: weakref.WeakSet[Background] = weakref.WeakSet()
 def _drain_at_exit() -> None:
     for background in list(_LIVE_BACKGROUNDS):
         try:
-            background.drain()
-        except BackgroundHookError as exc:
+            background.drain(timeout=30)
+        except (BackgroundHookError, TimeoutError) as exc:
             logger.error(
-                "Background hook %s still had %d failed batch(es) at interpreter exit; call "
-                "Background.drain() before shutting down to handle them",
+                "Background hook %s still had undelivered batches at interpreter exit (%s); "
+                "call Background.drain() before shutting down and store what it reports",
                 background.name,
-                len(exc.batches),
+                exc,
             )
 
 
@@ -136,17 +292,21 @@ class Background:
     ``Background(hook)`` is itself a hook: pass it in ``on_prune``. Each call submits the
     batch and returns at once; when ``max_pending`` batches are already waiting it blocks
     until one finishes (back-pressure, never a dropped batch). A batch whose hook raises is
-    retried ``retries`` times; if it still fails it is kept, and the next call (that is, the
-    next reduce that prunes) or :meth:`drain` raises
-    :class:`~agentstate_reducer.BackgroundHookError` carrying it, so the caller learns of
-    it. Pending batches are drained at interpreter exit.
+    retried ``retries`` times with a growing delay; if it still fails it is **kept**.
+    While batches are kept, the next call resubmits them and refuses its own batch with
+    :class:`~agentstate_reducer.BackgroundHookError`, so the reducer keeps those messages
+    too (in its list, or for a retry) until the hook works again: nothing is only logged,
+    and memory stays bounded. :meth:`drain` waits for everything and raises if batches are
+    still kept; :attr:`failed_batches` shows them and :meth:`discard_failed` hands them
+    over for storing elsewhere. At interpreter exit pending batches are drained.
 
     Args:
-        hook: The hook to run, ``(pruned_messages, namespace)``.
+        hook: The hook to run, ``(pruned_messages, namespace)``; may be a coroutine
+            function (run on a private event loop in the worker thread).
         max_workers: Threads running the hook.
         max_pending: Batches submitted but not finished before a call blocks.
-        retries: Extra attempts for a failing batch.
-        retry_delay: Seconds between attempts (doubled each time).
+        retries: Extra attempts for a failing batch before it is kept.
+        retry_delay: Seconds before the first retry (doubled each time).
 
     Raises:
         TypeError: ``hook`` is not callable, or a size, count or delay is not a number.
@@ -155,7 +315,7 @@ class Background:
 
     def __init__(
         self,
-        hook: Callable[[list[Any], Any], Any],
+        hook: Hook,
         *,
         max_workers: int = 1,
         max_pending: int = 64,
@@ -169,13 +329,13 @@ class Background:
         check_int("Background retries", retries, minimum=0)
         check_number("Background retry_delay", retry_delay, minimum=0)
         self.hook = hook
-        self.name = _hook_name(hook)
+        self.name = hook_name(hook)
         self._retries = retries
         self._retry_delay = retry_delay
         self._slots = threading.BoundedSemaphore(max_pending)
         self._executor = ThreadPoolExecutor(max_workers, thread_name_prefix="agentstate-bg")
-        self._pending: set[Future[None]] = set()
-        self._failed: list[tuple[list[Any], Any, BaseException]] = []
+        self._running: set[Future[None]] = set()
+        self._failed: list[tuple[list[Any], Any, Exception]] = []
         self._lock = threading.Lock()
         _LIVE_BACKGROUNDS.add(self)
 
@@ -183,59 +343,109 @@ class Background:
         return f"Background({self.name})"
 
     def __call__(self, pruned: list[Any], namespace: Any) -> None:
-        self._raise_failures()
-        self._slots.acquire()
-        batch = list(pruned)
-        try:
-            future = self._executor.submit(self._run, batch, namespace)
-        except BaseException:
-            self._slots.release()
-            raise
-        with self._lock:
-            self._pending.add(future)
-        future.add_done_callback(self._finished)
-
-    def run_now(self, pruned: list[Any], namespace: Any) -> None:
-        """Run the hook on this thread (for replaying failed batches); raises what it raises."""
-        self.hook(pruned, namespace)
-
-    def drain(self, timeout: float | None = None) -> None:
-        """Wait for every submitted batch, then raise if any failed.
+        """Submit a batch, or refuse it while earlier batches are kept as failed.
 
         Raises:
-            BackgroundHookError: Batches failed after their retries; they are attached.
+            BackgroundHookError: Earlier batches failed; they were resubmitted, and this
+                batch was not taken (the reducer keeps it).
+        """
+        with self._lock:
+            failed, self._failed = self._failed, []
+        if failed:
+            for batch, batch_namespace, _ in failed:
+                self._submit(batch, batch_namespace)
+            count = sum(len(batch) for batch, _, _ in failed)
+            raise BackgroundHookError(
+                f"Background hook {self.name} failed on {len(failed)} earlier batch(es) "
+                f"({count} message(s)) after {self._retries + 1} attempt(s) each: they are "
+                "being retried, and this batch was not taken (the reducer keeps it)",
+                failed,
+            ) from failed[-1][2]
+        self._submit(list(pruned), namespace)
+
+    @property
+    def failed_batches(self) -> list[tuple[list[Any], Any, Exception]]:
+        """``(messages, namespace, last error)`` of each batch kept as failed."""
+        with self._lock:
+            return list(self._failed)
+
+    def discard_failed(self) -> list[tuple[list[Any], Any, Exception]]:
+        """Remove and return the kept batches (to store them elsewhere)."""
+        with self._lock:
+            failed, self._failed = self._failed, []
+        return failed
+
+    def run_now(self, pruned: list[Any], namespace: Any) -> None:
+        """Run the hook on this thread (for replaying batches); raises what it raises."""
+        call_sync(self.hook, pruned, namespace)
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Wait for every submitted batch (resubmitting kept ones once), then raise if
+        any is still kept.
+
+        Raises:
+            BackgroundHookError: Batches still fail after their retries; they stay kept
+                (see :attr:`failed_batches`).
             TimeoutError: ``timeout`` seconds passed with batches still running.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            failed, self._failed = self._failed, []
+        for batch, batch_namespace, _ in failed:
+            self._submit(batch, batch_namespace)
         while True:
             with self._lock:
-                pending = list(self._pending)
-            if not pending:
+                running = list(self._running)
+            if not running:
                 break
-            for future in pending:
+            for future in running:
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
                 future.exception(timeout=remaining)
-        self._raise_failures()
+        with self._lock:
+            failed = list(self._failed)
+        if failed:
+            count = sum(len(batch) for batch, _, _ in failed)
+            raise BackgroundHookError(
+                f"Background hook {self.name} still fails on {len(failed)} batch(es) "
+                f"({count} message(s)); they stay kept: see .failed_batches, drain again "
+                "once the hook works, or take them with discard_failed()",
+                failed,
+            ) from failed[-1][2]
 
     def close(self) -> None:
-        """Drain, then stop the worker threads."""
+        """Drain, then stop the worker threads (kept failures are raised by the drain)."""
         try:
             self.drain()
         finally:
             self._executor.shutdown(wait=True)
             _LIVE_BACKGROUNDS.discard(self)
 
+    def _submit(self, batch: list[Any], namespace: Any) -> None:
+        self._slots.acquire()
+        try:
+            future = self._executor.submit(self._run, batch, namespace)
+        except RuntimeError:  # the pool is shut down (interpreter exit): run it here
+            self._slots.release()
+            self._run(batch, namespace)
+            return
+        except BaseException:
+            self._slots.release()
+            raise
+        with self._lock:
+            self._running.add(future)
+        future.add_done_callback(self._finished)
+
     def _run(self, batch: list[Any], namespace: Any) -> None:
         delay = self._retry_delay
         for attempt in range(self._retries + 1):
             try:
-                self.hook(batch, namespace)
+                call_sync(self.hook, batch, namespace)
                 return
             except Exception as exc:
                 if attempt == self._retries:
                     logger.warning(
                         "Background hook %s failed %d time(s) on %d message(s): %s; the batch "
-                        "is kept and reported to the next caller",
+                        "is kept and retried on the next call",
                         self.name,
                         attempt + 1,
                         len(batch),
@@ -249,18 +459,5 @@ class Background:
 
     def _finished(self, future: Future[None]) -> None:
         with self._lock:
-            self._pending.discard(future)
+            self._running.discard(future)
         self._slots.release()
-
-    def _raise_failures(self) -> None:
-        with self._lock:
-            if not self._failed:
-                return
-            failed, self._failed = self._failed, []
-        count = sum(len(batch) for batch, _, _ in failed)
-        raise BackgroundHookError(
-            f"Background hook {self.name} failed on {len(failed)} earlier batch(es) "
-            f"({count} message(s)) after {self._retries + 1} attempt(s) each; the batches are "
-            "attached as .batches: replay them (Background.run_now) or store them elsewhere",
-            failed,
-        ) from failed[0][2]

@@ -73,6 +73,17 @@ class MessageView(NamedTuple):
     """Ids of the tool calls an ai message makes (empty for other roles)."""
     result_for: str | None
     """For a tool message, the id of the tool call it answers."""
+    summary: bool = False
+    """Whether the message is a summary block (see :func:`is_summary`)."""
+
+
+#: The ``lc_source`` of summary messages: LangChain's marker for a message the agent
+#: harness added (``add_notification_metadata``), which its summarization middleware uses.
+SUMMARY_SOURCE = "summarization"
+
+#: The first line of the default summary text. Plain role dicts (OpenAI format) carry no
+#: metadata a provider would accept, so a summary among them is recognised by this header.
+SUMMARY_HEADER = "Summary of the earlier conversation:\n"
 
 
 def is_serialized(msg: Mapping[str, Any]) -> bool:
@@ -229,6 +240,72 @@ def _as_text(value: Any) -> str:
         return str(value)
 
 
+def source_of(msg: Any) -> str | None:
+    """The feature that added ``msg`` to the conversation, or None.
+
+    LangChain's convention (``additional_kwargs["lc_source"]``), read from messages, dicts
+    and LangChain's serialised form; a dict may also carry it as a top-level ``lc_source``
+    key (which LangChain's ``convert_to_messages`` turns into ``additional_kwargs``).
+    """
+    if _is_mapping(msg):
+        top = msg.get("lc_source")
+        if isinstance(top, str):
+            return top
+        fields = _fields(msg)
+        extra = fields.get("additional_kwargs") if fields is not None else None
+    else:
+        extra = getattr(msg, "additional_kwargs", None)
+    source = extra.get("lc_source") if isinstance(extra, Mapping) else None
+    return source if isinstance(source, str) else None
+
+
+def is_summary(msg: Any) -> bool:
+    """Whether ``msg`` is a summary block the reducer (or LangChain's summarization
+    middleware) put in the list.
+
+    Marked by ``lc_source == "summarization"`` (:func:`source_of`); a dict without that
+    marker whose content starts with :data:`SUMMARY_HEADER` counts too, since plain
+    OpenAI-format dicts cannot carry metadata.
+    """
+    if source_of(msg) == SUMMARY_SOURCE:
+        return True
+    if not _is_mapping(msg):
+        return False
+    content = content_of(msg)
+    return isinstance(content, str) and content.startswith(SUMMARY_HEADER)
+
+
+def _summary_fast(msg: Any, fields: Mapping[str, Any] | None) -> bool:
+    """:func:`is_summary` for the shapes :func:`read_view` reads directly (a string or
+    absent top-level ``lc_source``, a dict or absent ``additional_kwargs``)."""
+    if fields is None:  # an object with a string type, such as a LangChain message
+        extra = getattr(msg, "additional_kwargs", None)
+        return type(extra) is dict and extra.get("lc_source") == SUMMARY_SOURCE
+    top = msg.get("lc_source")
+    if top is not None:
+        if top == SUMMARY_SOURCE:
+            return True
+    else:
+        extra = fields.get("additional_kwargs")
+        if extra and extra.get("lc_source") == SUMMARY_SOURCE:
+            return True
+    content = fields.get("content")
+    return isinstance(content, str) and content.startswith(SUMMARY_HEADER)
+
+
+def fingerprint(msg: Any) -> str:
+    """A digest of what a message says: role, id, content, tool calls and the call it
+    answers. Equal for equal messages of any shape, different when any of those differ
+    (an edited message, the same id in another conversation)."""
+    import hashlib
+    import json
+
+    calls = [(_call_id(call), *tool_call_parts(call)) for call in tool_calls_of(msg)]
+    parts = [role_of(msg), id_of(msg), content_of(msg), calls, tool_call_id_of(msg)]
+    text = json.dumps(parts, ensure_ascii=False, separators=(",", ":"), default=repr)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
 def view_of(msg: Any, where: str) -> MessageView:
     """Read the facts the planner needs from one message.
 
@@ -286,10 +363,23 @@ def read_view(msg: Any) -> MessageView:
     if found is not None and type(found) is not str:
         return general_view(msg)
     message_id = found or None
+    if fields is None:
+        extra = getattr(msg, "additional_kwargs", None)
+        if extra is not None and type(extra) is not dict:
+            return general_view(msg)
+    else:
+        extra = fields.get("additional_kwargs")
+        top = msg.get("lc_source")
+        if (extra is not None and type(extra) is not dict) or (
+            top is not None and type(top) is not str
+        ):
+            return general_view(msg)
     if role == AI:
         calls = fields.get("tool_calls") if fields is not None else getattr(msg, "tool_calls", None)
         if not calls:  # also looks in additional_kwargs
-            return MessageView(role, message_id, tool_call_ids_of(msg), None)
+            return MessageView(
+                role, message_id, tool_call_ids_of(msg), None, _summary_fast(msg, fields)
+            )
         if type(calls) is not list:
             return general_view(msg)
         ids = []
@@ -301,15 +391,15 @@ def read_view(msg: Any) -> MessageView:
                 return general_view(msg)
             if call_id:
                 ids.append(call_id)
-        return MessageView(role, message_id, tuple(ids), None)
+        return MessageView(role, message_id, tuple(ids), None, _summary_fast(msg, fields))
     if role == TOOL:
         answered = (
             fields.get("tool_call_id") if fields is not None else getattr(msg, "tool_call_id", None)
         )
         if answered is not None and type(answered) is not str:
             return general_view(msg)
-        return MessageView(role, message_id, (), answered or None)
-    return MessageView(role, message_id, (), None)
+        return MessageView(role, message_id, (), answered or None, _summary_fast(msg, fields))
+    return MessageView(role, message_id, (), None, _summary_fast(msg, fields))
 
 
 def general_view(msg: Any) -> MessageView:
@@ -322,11 +412,12 @@ def general_view(msg: Any) -> MessageView:
     """
     role = role_of(msg)
     message_id = id_of(msg)
+    summary = is_summary(msg)
     if role == AI:
-        return MessageView(role, message_id, tool_call_ids_of(msg), None)
+        return MessageView(role, message_id, tool_call_ids_of(msg), None, summary)
     if role == TOOL:
-        return MessageView(role, message_id, (), tool_call_id_of(msg))
-    return MessageView(role, message_id, (), None)
+        return MessageView(role, message_id, (), tool_call_id_of(msg), summary)
+    return MessageView(role, message_id, (), None, summary)
 
 
 def _describe(msg: Any) -> str:

@@ -4,18 +4,25 @@ Rules, in the words of the README:
 
 * only human and ai messages are pruned directly; a tool result goes only with the ai
   message that called it (when cascading); system, function and unknown roles stay;
-* the first message stays when ``preserve_first`` is set;
+* a summary block (``MessageView.summary``) is never pruned as an ordinary message: a
+  summarising prune folds it into the new summary instead (``fold=True``), and it does not
+  start a user turn;
+* the first message stays when ``preserve_first`` is True, and when it is ``"system"``
+  if that message is a system or developer message;
 * pruning takes the prunable messages of a *window* ``[start, end)``; everything at or after
   ``end`` stays. ``end`` never passes the newest message nor the newest human message (the
   question being answered), and never falls between an ai message and any of its tool
   results, so no call loses a result and no result its call;
 * with ``start_on_human``, ``end`` is at a human message (whole user turns go), and with
   ``keep_groups`` it never passes the start of the newest ``keep_groups`` user turns;
-* count mode: ``end`` is at most ``len - min_messages``, once the list is longer than
-  ``max_messages``, and as large as the rules allow;
-* token mode: the smallest ``end`` whose survivors fit ``target_tokens``, once the list is
-  over ``max_tokens``; when nothing fits, the largest ``end`` allowed (so only the newest
-  message, its tool group and what is never pruned remain).
+* count mode: ``end`` is at most ``len - (min_messages - reserve)``, once the list is
+  longer than ``max_messages``, and as large as the rules allow (``reserve``: the messages
+  of the summary block a summarising prune will insert, which count towards
+  ``min_messages``);
+* token mode: the smallest ``end`` whose survivors fit ``target_tokens - reserve``, once
+  the list is over ``max_tokens`` (``reserve``: the summary block's tokens); when nothing
+  fits, the largest ``end`` allowed (so only the newest message, its tool group and what
+  is never pruned remain).
 
 :class:`PlanState` holds what the plan needs per position (token count, whether prunable,
 tool links) for one list, and keeps it as the list grows and is pruned, so a chat that
@@ -31,13 +38,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from .messages import AI, HUMAN, TOOL, MessageView
+from .messages import AI, HUMAN, SYSTEM, TOOL, MessageView
 
 if TYPE_CHECKING:
     from .config import ReducerConfig
 
 _NO_LINK = -1
 _T = TypeVar("_T")
+#: Roles of the message ``preserve_first="system"`` keeps at index 0.
+_INSTRUCTION_ROLES = (SYSTEM, "developer")
 
 
 @dataclass(frozen=True)
@@ -48,7 +57,8 @@ class PlanLimits:
     ones minus the reply reserve.
     """
 
-    preserve_first: bool
+    preserve_first: bool | str
+    """True, False, or ``"system"`` (keep index 0 only if it is a system/developer message)."""
     cascade: bool
     min_messages: int
     max_messages: int | None
@@ -103,7 +113,7 @@ class PlanState:
 
     def __init__(self, limits: PlanLimits) -> None:
         self._limits = limits
-        self._start = 1 if limits.preserve_first else 0
+        self._start = 1 if limits.preserve_first is True else 0
         self.views: list[MessageView] = []
         self.tokens: list[int] = []
         self.total = 0
@@ -121,17 +131,21 @@ class PlanState:
 
     def extend(self, views: Sequence[MessageView], tokens: Sequence[int] | None = None) -> None:
         """Append messages (oldest first) with their token counts (token mode)."""
+        position = len(self.views)
+        if position == 0 and views and self._limits.preserve_first == "system":
+            self._start = 1 if views[0].role in _INSTRUCTION_ROLES else 0
         start = self._start
         cascade = self._limits.cascade
         caller_of_call = self._caller_of_call
-        position = len(self.views)
         for offset, view in enumerate(views):
             seq = self._next_seq
             self._next_seq += 1
             role = view.role
             prunable = False
             caller = _NO_LINK
-            if role in (HUMAN, AI):
+            if view.summary:
+                pass  # kept, and folded by a summarising prune; not a user turn
+            elif role in (HUMAN, AI):
                 prunable = position + offset >= start
                 if role == HUMAN:
                     self._human_seqs.append(seq)
@@ -172,17 +186,26 @@ class PlanState:
         """Where the pruning window ends, or None when nothing is to be pruned."""
         return self.end_for_target() if self.over_limit() else None
 
-    def end_for_target(self) -> int | None:
+    def end_for_target(self, reserve: int = 0, *, fold: bool = False) -> int | None:
         """Where the window must end to bring the list down to its target, pruning as
-        little as possible, or None when no allowed window prunes anything."""
+        little as possible, or None when no allowed window prunes anything.
+
+        Args:
+            reserve: Room to leave for a summary block that will be inserted: messages in
+                count mode, tokens in token mode.
+            fold: The summary blocks inside the window go too (they are folded into the
+                new summary), so their tokens do not count as surviving.
+        """
         limits = self._limits
         size = len(self.views)
         bound = min(size - 1, self._kept_turns_start(), self._newest_human())
         if limits.max_tokens is not None:
             target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
             latest = self._last_valid_end(bound)
-            return None if latest is None else self._first_fitting_end(latest, target)
-        return self._last_valid_end(min(size - limits.min_messages, bound))
+            if latest is None:
+                return None
+            return self._first_fitting_end(latest, target - reserve, fold=fold)
+        return self._last_valid_end(min(size - max(limits.min_messages - reserve, 0), bound))
 
     def _newest_human(self) -> int:
         """The position of the newest human message (or the end): it is never pruned."""
@@ -207,6 +230,11 @@ class PlanState:
         """The positions a window ending at ``end`` prunes, ascending."""
         prunable = self._prunable
         return [p for p in range(self._start, end) if prunable[p]]
+
+    def summary_positions(self, end: int) -> list[int]:
+        """The summary blocks before ``end`` (after the kept first message), ascending."""
+        views = self.views
+        return [p for p in range(self._start, end) if views[p].summary]
 
     def kept_in_window(self, end: int) -> list[int]:
         """The positions before ``end`` that a window ending there keeps (never prunable)."""
@@ -277,7 +305,7 @@ class PlanState:
                 return position
         return None
 
-    def _first_fitting_end(self, latest: int, target: int) -> int:
+    def _first_fitting_end(self, latest: int, target: int, *, fold: bool = False) -> int:
         """The smallest valid end whose survivors fit ``target``; ``latest`` if none does."""
         seq = self._seq
         tokens = self.tokens
@@ -294,6 +322,8 @@ class PlanState:
                 result = last_result.get(seq[before], _NO_LINK)
                 if result > reach:
                     reach = result
+            elif fold and views[before].summary:
+                surviving -= tokens[before]
             if (
                 surviving <= target
                 and reach < seq[end]

@@ -1,27 +1,41 @@
-"""``MessageReducer``: plan which messages go, apply the plan, hand the pruned ones over."""
+"""``MessageReducer``: plan which messages go, run the policy, hand what left over.
+
+A reduce is written once, as a generator of calls to user code (``summarize_fn``, the
+``on_prune`` hooks; see :mod:`agentstate_reducer._calls`): ``reduce`` runs it
+synchronously, ``areduce`` on the event loop, awaiting coroutine hooks and summarizers and
+running blocking ones in worker threads.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import replace as _replace_fields
+from typing import Any, Literal, NamedTuple
 
+from ._calls import Call, Effects, adrive, drive
+from ._checks import check_choice
 from .config import ReducerConfig
+from .context import ReduceContext, SummaryRequest
 from .errors import PruneHookError, SummaryError
-from .hooks import HookDelivery
-from .messages import MessageView, id_of, read_view, view_of
+from .hooks import HandoffStatus, HookDelivery, HookFailure, PendingBatch, hook_name, namespace_key
+from .messages import MessageView, fingerprint, read_view, view_of
 from .planner import PlanLimits, PlanState, plan_prune
-from .policy import ReductionStep, StepReport, default_policy
+from .policy import ReductionStep, default_policy
 from .result import ReducerResult
-from .summary import default_summary_builder
+from .summary import default_summary_builder, factory_builder, summary_id
 from .tokens import TokenCounter
 from .validate import find_problems
 
 logger = logging.getLogger(__name__)
 
-# Summaries remembered per set of pruned message ids (see ``_summarize``).
-_SUMMARY_MEMORY = 32
+#: Summaries remembered per conversation and content (see ``_summary_for``).
+_SUMMARY_MEMORY = 256
+
+OnPruneError = Literal["raise", "keep"]
 
 
 class MessageReducer:
@@ -30,7 +44,12 @@ class MessageReducer:
     Works on plain dicts (OpenAI or LangChain shape, or LangChain's serialised form),
     LangChain messages and duck-typed objects, and returns them as given (steps that
     rewrite content, such as ``ClearToolOutputs``, return rewritten copies). One reducer
-    may be shared between threads.
+    may be shared between threads, event loops and conversations: its memories (hand-off,
+    summaries) are keyed by namespace and content, never by message ids alone.
+
+    Built without ``config``, it never prunes (``max_messages=None``, the seed's default
+    for ``MessageReducer``); ``ReducerConfig()`` prunes above 20 (the seed's default for
+    the config).
 
     Args:
         min_messages: Messages to keep once pruning starts.
@@ -71,15 +90,19 @@ class MessageReducer:
         )
         self._count_tokens = TokenCounter(config.token_counter) if config.token_mode else None
         self._delivery = HookDelivery(
-            config.on_prune, dedupe=config.dedupe_on_prune, window=config.dedupe_window
+            config.on_prune,
+            dedupe=config.dedupe_on_prune,
+            window=config.dedupe_window,
+            pending_limit=config.max_pending_handoff,
         )
-        # The plan state of the last list this reducer returned, so that a chat growing by
-        # a turn costs work for that turn only. Guarded by a lock that is only tried: a
-        # thread finding it taken plans from scratch.
+        # The plan state of the last list this reducer returned (see _Session), so that a
+        # chat growing by a turn costs work for that turn only. A reduce takes it out while
+        # it runs; another reduce meanwhile finds none and plans from scratch.
         self._session: _Session | None = None
         self._session_lock = threading.Lock()
-        self._summaries: dict[tuple[str | None, ...], str | None] = {}
+        self._summaries: OrderedDict[tuple[Hashable, str], str | None] = OrderedDict()
         self._summary_lock = threading.Lock()
+        self._factory_size: int | None = None
 
     @property
     def config(self) -> ReducerConfig:
@@ -113,9 +136,39 @@ class MessageReducer:
         else:
             window = f"min_messages={c.min_messages}, max_messages={c.max_messages}"
         return (
-            f"MessageReducer({window}, preserve_first={c.preserve_first}, "
+            f"MessageReducer({window}, preserve_first={c.preserve_first!r}, "
             f"cascade_tool_messages={c.cascade_tool_messages})"
         )
+
+    def with_config(self, **changes: Any) -> MessageReducer:
+        """A reducer with some config fields changed that shares this one's memories.
+
+        Messages handed over through either are not handed over again by the other, and
+        summaries made by either are reused by both. Used by the agent integrations, for
+        example to keep only a system prompt at index 0.
+
+        Args:
+            **changes: ``ReducerConfig`` fields to change; the hook settings
+                (``on_prune``, ``dedupe_on_prune``, ``dedupe_window``,
+                ``max_pending_handoff``) cannot change, since the hand-off memory is shared.
+
+        Raises:
+            ValueError: A hook setting is changed, or the changed config is invalid.
+            TypeError: A field has the wrong type, or is not a ReducerConfig field.
+        """
+        shared = ("on_prune", "dedupe_on_prune", "dedupe_window", "max_pending_handoff")
+        for name in shared:
+            if name in changes and changes[name] != getattr(self._config, name):
+                raise ValueError(
+                    f"with_config cannot change {name}: the derived reducer shares this "
+                    "one's hand-off memory; build a new MessageReducer instead"
+                )
+        derived = MessageReducer(config=_replace_fields(self._config, **changes))
+        derived._delivery = self._delivery
+        derived._summaries, derived._summary_lock = self._summaries, self._summary_lock
+        if derived._config.token_counter is self._config.token_counter:
+            derived._count_tokens = self._count_tokens or derived._count_tokens
+        return derived
 
     def count_tokens(self, message: Any) -> int:
         """Tokens of one message by this reducer's counter (cached).
@@ -177,18 +230,22 @@ class MessageReducer:
         existing: Sequence[Any] | None = None,
         new: Sequence[Any] | None = None,
         namespace: Any = None,
+        *,
+        on_prune_error: OnPruneError | None = None,
     ) -> ReducerResult:
         """Append ``new`` to ``existing`` and, if the result is over the limit, run the
-        policy's steps until it fits.
+        policy's steps until it fits, then hand what left the list to the hooks.
 
         In ``mode="validate"`` nothing changes: the result reports the problems found, as
-        :meth:`validate` does.
+        :meth:`validate` does. Async hooks and summarizers are run to completion on a
+        private event loop; in async code use :meth:`areduce`.
 
         Args:
             existing: The current messages.
             new: Messages to append.
             namespace: Passed unchanged to every ``on_prune`` hook (for example a
-                long-term memory namespace).
+                long-term memory namespace); also keys the summary and hand-off memories.
+            on_prune_error: Overrides ``config.on_prune_error`` for this call.
 
         Returns:
             The surviving and pruned messages (``surviving + pruned`` holds every input
@@ -197,18 +254,47 @@ class MessageReducer:
 
         Raises:
             TypeError: An argument is not a list of messages (the error names the
-                position, such as ``new[2]``), or a counter or hook returns the wrong type.
-            SummaryError: ``summarize_fn`` raised; nothing was pruned.
-            PruneHookError: An ``on_prune`` hook raised (with the default
-                ``on_prune_error="raise"``); the messages stay undelivered for a retry.
+                position, such as ``new[2]``), or a counter, summarizer or hook returns the
+                wrong type.
+            SummaryError: ``summarize_fn`` raised (with ``on_prune_error="raise"``);
+                nothing was pruned.
+            PruneHookError: An ``on_prune`` hook raised (with ``on_prune_error="raise"``);
+                the messages it did not take are kept for a retry (see the error).
         """
         combined, where = _combine(existing, new)
         if self._config.mode == "validate":
             return self.validate(combined)
-        return self._locked_reduce(combined, where, namespace, self._policy)
+        return drive(self._reduce(combined, where, namespace, self._policy, on_prune_error))
+
+    async def areduce(
+        self,
+        existing: Sequence[Any] | None = None,
+        new: Sequence[Any] | None = None,
+        namespace: Any = None,
+        *,
+        on_prune_error: OnPruneError | None = None,
+    ) -> ReducerResult:
+        """:meth:`reduce` for async code: coroutine hooks and summarizers are awaited (the
+        LLM summarizer's ``acall`` too), blocking ones run in worker threads, so the event
+        loop is never blocked. Same arguments, result and errors.
+
+        Raises:
+            TypeError: As for :meth:`reduce`.
+            SummaryError: As for :meth:`reduce`.
+            PruneHookError: As for :meth:`reduce`.
+        """
+        combined, where = _combine(existing, new)
+        if self._config.mode == "validate":
+            return self.validate(combined)
+        return await adrive(self._reduce(combined, where, namespace, self._policy, on_prune_error))
 
     def apply_step(
-        self, step_id: str, messages: Sequence[Any], namespace: Any = None
+        self,
+        step_id: str,
+        messages: Sequence[Any],
+        namespace: Any = None,
+        *,
+        on_prune_error: OnPruneError | None = None,
     ) -> ReducerResult:
         """Run exactly one step of the policy on ``messages``, if they are over the limit.
 
@@ -216,26 +302,77 @@ class MessageReducer:
             step_id: The ``id`` of a step of this reducer's policy.
             messages: The messages.
             namespace: Passed to the ``on_prune`` hooks.
+            on_prune_error: Overrides ``config.on_prune_error`` for this call.
 
         Raises:
             KeyError: No step of the policy has that id (the error lists the ids).
             SummaryError: As for :meth:`reduce`.
             PruneHookError: As for :meth:`reduce`.
         """
-        step = next((s for s in self._policy if s.id == step_id), None)
-        if step is None:
-            known = ", ".join(repr(s.id) for s in self._policy)
-            raise KeyError(f"no reduction step {step_id!r} in this reducer's policy ({known})")
+        step = self._step(step_id)
         combined, where = _combine(messages, None)
-        return self._locked_reduce(combined, where, namespace, (step,))
+        return drive(self._reduce(combined, where, namespace, (step,), on_prune_error))
 
-    def deliver(self, pruned: Sequence[Any], namespace: Any = None) -> None:
-        """Hand ``pruned`` to the ``on_prune`` hooks, with this reducer's dedupe memory.
+    async def aapply_step(
+        self,
+        step_id: str,
+        messages: Sequence[Any],
+        namespace: Any = None,
+        *,
+        on_prune_error: OnPruneError | None = None,
+    ) -> ReducerResult:
+        """Async :meth:`apply_step`.
 
         Raises:
-            PruneHookError: A hook raised; its messages stay undelivered for a retry.
+            KeyError: No step of the policy has that id.
+            SummaryError: As for :meth:`reduce`.
+            PruneHookError: As for :meth:`reduce`.
         """
-        self._delivery.deliver(list(pruned), namespace)
+        step = self._step(step_id)
+        combined, where = _combine(messages, None)
+        return await adrive(self._reduce(combined, where, namespace, (step,), on_prune_error))
+
+    def deliver(self, pruned: Sequence[Any], namespace: Any = None) -> None:
+        """Hand ``pruned`` to the ``on_prune`` hooks, with this reducer's hand-off memory
+        (each message once per hook; what is pending is retried first).
+
+        Raises:
+            PruneHookError: A hook raised; what it did not take is kept for a retry.
+        """
+        drive(self._deliver(list(pruned), namespace))
+
+    async def adeliver(self, pruned: Sequence[Any], namespace: Any = None) -> None:
+        """Async :meth:`deliver`.
+
+        Raises:
+            PruneHookError: A hook raised; what it did not take is kept for a retry.
+        """
+        await adrive(self._deliver(list(pruned), namespace))
+
+    def retry_handoffs(self) -> None:
+        """Retry every hand-off that is waiting (see :meth:`handoff_status`) now.
+
+        Raises:
+            PruneHookError: A hook still fails; its messages stay pending.
+        """
+        drive(self._deliver([], None))
+
+    async def aretry_handoffs(self) -> None:
+        """Async :meth:`retry_handoffs`.
+
+        Raises:
+            PruneHookError: A hook still fails; its messages stay pending.
+        """
+        await adrive(self._deliver([], None))
+
+    def handoff_status(self) -> HandoffStatus:
+        """How the hand-off is doing: messages delivered, failed calls, what is pending."""
+        return self._delivery.status()
+
+    def take_pending_handoffs(self) -> list[tuple[Callable[[list[Any], Any], Any], PendingBatch]]:
+        """Remove and return every pending hand-off as ``(hook, batch)``, to store elsewhere
+        (for example before shutting down while the memory store is still down)."""
+        return self._delivery.take_pending()
 
     def as_langgraph_reducer(self, **options: Any) -> Callable[[Any, Any], list[Any]]:
         """A ``(existing, new) -> list`` function for ``Annotated[list, ...]`` LangGraph state.
@@ -257,19 +394,7 @@ class MessageReducer:
 
         return langgraph_reducer(self, **options)
 
-    def _locked_reduce(
-        self,
-        combined: list[Any],
-        where: Callable[[int], str],
-        namespace: Any,
-        steps: Sequence[ReductionStep],
-    ) -> ReducerResult:
-        owned = self._session_lock.acquire(blocking=False)
-        try:
-            return self._reduce(combined, where, namespace, steps, remember=owned)
-        finally:
-            if owned:
-                self._session_lock.release()
+    # -- one reduce, for both drivers --------------------------------------------------
 
     def _reduce(
         self,
@@ -277,31 +402,40 @@ class MessageReducer:
         where: Callable[[int], str],
         namespace: Any,
         steps: Sequence[ReductionStep],
-        *,
-        remember: bool,
-    ) -> ReducerResult:
-        state, known = self._resume(combined) if remember else (PlanState(self._limits), 0)
+        on_prune_error: OnPruneError | None,
+    ) -> Effects[ReducerResult]:
+        mode = self._on_error(on_prune_error)
+        state, known = self._resume(combined)
         views, tokens = self._read(combined[known:], lambda i: where(known + i))
         state.extend(views, tokens)
         if not state.over_limit():
-            if remember:
-                self._session = _Session(state, list(combined))
+            self._remember(state, combined)
             return ReducerResult(
                 surviving=combined, pruned=[], tokens_before=state.total, tokens_after=state.total
             )
-        if remember:
-            self._session = None  # until the steps below succeed
-        # If a step or hook raises, the session stays empty: the state went part of the
-        # way, and the caller's list is planned afresh next time.
-        work = _Work(self, combined, state)
-        work.run(steps)
-        result = work.result()
-        if self._delivery and result.pruned:
-            self._hand_over(result, namespace, work.original)
-        if result.hook_error is not None:
-            return result
-        if remember:
-            self._session = _Session(work.state, list(result.surviving))
+        context = ReduceContext(self, combined, state, namespace)
+        try:
+            yield from context.run(steps)
+        except SummaryError as exc:
+            if mode == "raise":
+                raise
+            logger.warning("%s; keeping every message this time", exc)
+            return self._unchanged(combined, state, summary_error=exc)
+        result = context.result()
+        batch = context.handoff(self._is_rewrite)
+        if batch and self._delivery:
+            failures = yield from self._delivery.deliver(
+                batch, namespace, keep_failed=mode == "raise"
+            )
+            self._log_retry_failures(failures)
+            lost = [f for f in failures if f.messages]
+            if lost:
+                error = _hook_error(lost, namespace, result if mode == "raise" else None)
+                if mode == "raise":
+                    raise error
+                logger.warning("%s; keeping every message this time", error)
+                return self._unchanged(combined, None, hook_error=error)
+        self._remember(context.state, result.surviving)
         logger.debug(
             "reduced %d messages to %d (pruned %d)",
             len(combined),
@@ -310,19 +444,126 @@ class MessageReducer:
         )
         return result
 
-    def _hand_over(self, result: ReducerResult, namespace: Any, original: list[Any]) -> None:
-        try:
-            self._delivery.deliver(result.pruned, namespace)
-        except PruneHookError as exc:
-            exc.result = result
-            if self._config.on_prune_error == "raise":
-                raise
-            logger.warning("%s; keeping every message this time", exc)
-            result.surviving = original
-            result.pruned = []
-            result.summary = None
-            result.summary_messages = []
-            result.hook_error = exc
+    def _deliver(self, pruned: list[Any], namespace: Any) -> Effects[None]:
+        failures = yield from self._delivery.deliver(pruned, namespace, keep_failed=True)
+        self._log_retry_failures(failures)
+        if failures:
+            raise _hook_error(failures, namespace, None, kept_in_list=False)
+
+    def _summary_for(self, request: SummaryRequest, namespace: Any) -> Effects[str | None]:
+        """The summary of ``request``: one ``summarize_fn`` call, or the summary already made
+        for the same messages in the same conversation (LangGraph replays writes)."""
+        summarize = self._config.summarize_fn
+        assert summarize is not None  # the config refuses a summarising step without one
+        messages = request.messages
+        digest = hashlib.sha256("\x00".join(map(fingerprint, messages)).encode()).hexdigest()
+        key = (namespace_key(namespace), digest)
+        with self._summary_lock:
+            if key in self._summaries:
+                self._summaries.move_to_end(key)
+                return self._summaries[key]
+        outcome = yield Call(summarize, (messages,))
+        if outcome.error is not None:
+            error = outcome.error
+            raise SummaryError(
+                f"summarize_fn failed on {len(messages)} message(s): "
+                f"{type(error).__name__}: {error}; nothing was pruned",
+                messages,
+            ) from error
+        summary = outcome.value
+        if summary is not None and not isinstance(summary, str):
+            raise TypeError(f"summarize_fn must return a str or None, got {summary!r}")
+        with self._summary_lock:
+            self._summaries[key] = summary
+            while len(self._summaries) > _SUMMARY_MEMORY:
+                self._summaries.popitem(last=False)
+        return summary
+
+    def _summary_block(self, text: str, request: SummaryRequest, messages: list[Any]) -> list[Any]:
+        block_id = summary_id(request.folded, request.pruned)
+        factory = self._config.summary_message_factory
+        sample = messages or self._fallback_sample(request)
+        if factory is not None:
+            dict_ids = any(isinstance(m, dict) and "id" in m for m in sample)
+            return factory_builder(factory, dict_ids=dict_ids)(text, block_id, len(request.pruned))
+        return default_summary_builder(sample)(text, block_id)
+
+    @staticmethod
+    def _fallback_sample(request: SummaryRequest) -> list[Any]:
+        return request.messages
+
+    def _summary_reserve(self, context: ReduceContext) -> int:
+        """Room a summarising prune leaves for the block: messages in count mode, tokens
+        in token mode (at least what the summary now in the list takes)."""
+        state = context.state
+        summaries = [p for p, view in enumerate(state.views) if view.summary]
+        if not self._config.token_mode:
+            if self._config.summary_message_factory is None:
+                return 1
+            if self._factory_size is None:
+                probe = self._summary_block("…", SummaryRequest(0, [], []), context.messages)
+                self._factory_size = len(probe)
+            return self._factory_size
+        held = sum(state.tokens[p] for p in summaries)
+        budget = self._config.summary_max_tokens
+        if budget is None:
+            budget = getattr(self._config.summarize_fn, "max_summary_tokens", None)
+        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+            target = self._limits.target_tokens or self._limits.max_tokens or 0
+            budget = max(32, target // 10)
+        framing = self._count_one(
+            self._summary_block("", SummaryRequest(0, [], []), context.messages)[0]
+        )
+        return max(held, framing + budget)
+
+    def _is_rewrite(self, message: Any) -> bool:
+        return any(step.rewrote(message) for step in self._policy)
+
+    def _unchanged(
+        self,
+        combined: list[Any],
+        state: PlanState | None,
+        *,
+        hook_error: PruneHookError | None = None,
+        summary_error: SummaryError | None = None,
+    ) -> ReducerResult:
+        total = state.total if state is not None else 0
+        return ReducerResult(
+            surviving=combined,
+            pruned=[],
+            hook_error=hook_error,
+            summary_error=summary_error,
+            tokens_before=total,
+            tokens_after=total,
+        )
+
+    def _on_error(self, override: OnPruneError | None) -> OnPruneError:
+        if override is None:
+            return self._config.on_prune_error
+        check_choice("on_prune_error", override, ("raise", "keep"))
+        return override
+
+    def _log_retry_failures(self, failures: list[HookFailure]) -> None:
+        for failure in failures:
+            if not failure.messages:
+                logger.warning(
+                    "on_prune hook %s still fails on the hand-offs waiting for a retry "
+                    "(%s: %s); they stay pending",
+                    hook_name(failure.hook),
+                    type(failure.error).__name__,
+                    failure.error,
+                )
+
+    def _step(self, step_id: str) -> ReductionStep:
+        step = next((s for s in self._policy if s.id == step_id), None)
+        if step is None:
+            known = ", ".join(repr(s.id) for s in self._policy)
+            raise KeyError(f"no reduction step {step_id!r} in this reducer's policy ({known})")
+        return step
+
+    def _count_one(self, message: Any) -> int:
+        counter = self._count_tokens
+        return 0 if counter is None else counter(message, "message", view_of(message, "message"))
 
     def _read(
         self, messages: list[Any], where: Callable[[int], str]
@@ -344,8 +585,10 @@ class MessageReducer:
         return views, tokens
 
     def _resume(self, combined: list[Any]) -> tuple[PlanState, int]:
-        """The remembered plan state if ``combined`` extends the list it describes."""
-        session = self._session
+        """The remembered plan state (taken out, see _Session) if ``combined`` extends the
+        list it describes, else a fresh one."""
+        with self._session_lock:
+            session, self._session = self._session, None
         if session is not None:
             known = len(session.messages)
             try:
@@ -356,137 +599,44 @@ class MessageReducer:
                 return session.state, known
         return PlanState(self._limits), 0
 
-    def _summary_builder(self, messages: list[Any]) -> Callable[[str, int], list[Any]]:
-        factory = self._config.summary_message_factory
-        if factory is not None:
-            return factory
-        return default_summary_builder(messages)
-
-    def _summarize(self, pruned: list[Any]) -> str | None:
-        summarize = self._config.summarize_fn
-        if summarize is None:
-            return None
-        # LangGraph replays channel writes (get_state, resuming after an interrupt), which
-        # reduces the same list again: reuse the summary of the same pruned messages.
-        ids = tuple(id_of(m) for m in pruned)
-        key = ids if all(ids) else None
-        if key is not None:
-            with self._summary_lock:
-                if key in self._summaries:
-                    return self._summaries[key]
-        try:
-            summary = summarize(pruned)
-        except Exception as exc:
-            raise SummaryError(
-                f"summarize_fn failed on {len(pruned)} pruned message(s): "
-                f"{type(exc).__name__}: {exc}; nothing was pruned",
-                pruned,
-            ) from exc
-        if summary is not None and not isinstance(summary, str):
-            raise TypeError(f"summarize_fn must return a str or None, got {summary!r}")
-        if key is not None:
-            with self._summary_lock:
-                self._summaries[key] = summary
-                while len(self._summaries) > _SUMMARY_MEMORY:
-                    self._summaries.pop(next(iter(self._summaries)))
-        return summary
+    def _remember(self, state: PlanState, messages: list[Any]) -> None:
+        with self._session_lock:
+            self._session = _Session(state, list(messages))
 
 
-class _Work:
-    """One reduce in progress: the list being changed and its plan state, for the steps."""
+def _hook_error(
+    failures: list[HookFailure],
+    namespace: Any,
+    result: ReducerResult | None,
+    *,
+    kept_in_list: bool = True,
+) -> PruneHookError:
+    """The error for hooks that did not take messages.
 
-    def __init__(self, reducer: MessageReducer, messages: list[Any], state: PlanState) -> None:
-        self._reducer = reducer
-        self.original = messages
-        self.messages = list(messages)  # steps may rewrite entries in place
-        self.state = state
-        limits = reducer._limits
-        target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
-        self.target = target or 0
-        self.pruned: list[Any] = []
-        self.summary: str | None = None
-        self.summary_messages: list[Any] = []
-        self.reports: list[StepReport] = []
-        self.tokens_before = state.total
-
-    def run(self, steps: Sequence[ReductionStep]) -> None:
-        for step in steps:
-            if self.state.fits():
-                break
-            tokens, length = self.state.total, len(self.messages)
-            touched = step.apply(self)
-            self.reports.append(
-                StepReport(
-                    step=step.id,
-                    touched=touched,
-                    tokens_before=tokens,
-                    tokens_after=self.state.total,
-                    messages_before=length,
-                    messages_after=len(self.messages),
-                )
-            )
-
-    def count(self, message: Any) -> int:
-        counter = self._reducer._count_tokens
-        return 0 if counter is None else counter(message, "message", view_of(message, "message"))
-
-    def replace(self, position: int, message: Any) -> None:
-        """Put a rewritten message (same role and tool links) at ``position``."""
-        view = view_of(message, f"messages[{position}]")
-        self.state.replace(position, view, self.count(message))
-        self.messages[position] = message
-
-    def drop(self, *, summarize: bool) -> list[Any]:
-        """Prune towards the target; with ``summarize``, summarise (and inject) too."""
-        state = self.state
-        end = state.end_for_target()
-        if end is None:
-            return []
-        pruned_at = state.pruned_positions(end)
-        if not pruned_at:
-            return []
-        kept = state.kept_in_window(end)
-        messages = self.messages
-        pruned = [messages[p] for p in pruned_at]
-        block: list[Any] = []
-        if summarize:
-            reducer = self._reducer
-            inject = reducer._config.inject_summary
-            builder = reducer._summary_builder(messages) if inject else None
-            summary = reducer._summarize(pruned)
-            if summary is not None:
-                self.summary = summary
-                if builder is not None:
-                    block = builder(summary, len(pruned))
-                    if not isinstance(block, list):
-                        raise TypeError(
-                            f"summary_message_factory must return a list of messages, got {block!r}"
-                        )
-        start = state.start
-        head = messages[:start] + [messages[p] for p in kept]
-        self.messages = head + block + messages[end:]
-        if block:
-            # The injected block has no place in the incremental state: rebuild it.
-            rebuilt = PlanState(self._reducer._limits)
-            views, tokens = self._reducer._read(self.messages, lambda i: f"messages[{i}]")
-            rebuilt.extend(views, tokens)
-            self.state = rebuilt
-            self.summary_messages = block
-        else:
-            state.prune(end)
-        self.pruned.extend(pruned)
-        return pruned
-
-    def result(self) -> ReducerResult:
-        return ReducerResult(
-            surviving=self.messages,
-            pruned=self.pruned,
-            summary=self.summary,
-            summary_messages=self.summary_messages,
-            steps=self.reports,
-            tokens_before=self.tokens_before,
-            tokens_after=self.state.total,
-        )
+    ``result`` is None when the reduce keeps every message (``on_prune_error="keep"``, or a
+    full retry store), so the messages stay in the list.
+    """
+    names = ", ".join(hook_name(f.hook) for f in failures)
+    first = failures[0].error
+    count = sum(len(f.messages) for f in failures)
+    kept = all(f.kept for f in failures)
+    if kept:
+        then = "they are kept and handed over again on the next hand-off"
+    elif result is None and kept_in_list:
+        then = "nothing was pruned: they stay in the list and go out on the next reduce"
+    else:
+        then = "they could not all be kept for a retry (max_pending_handoff): nothing was pruned"
+    error = PruneHookError(
+        f"on_prune hook {names} failed on {count} message(s): {type(first).__name__}: "
+        f"{first}; {then}",
+        pruned=[m for f in failures for m in f.messages],
+        namespace=namespace,
+        failures=[(f.hook, f.error) for f in failures],
+        result=result if kept else None,
+        kept=kept,
+    )
+    error.__cause__ = first
+    return error
 
 
 class _Session(NamedTuple):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .errors import PruneHookError
+    from .errors import PruneHookError, SummaryError
     from .policy import StepReport
     from .validate import Problem
 
@@ -17,12 +17,19 @@ class ReducerResult:
 
     Attributes:
         surviving: The messages that remain, oldest first, as given (plus the injected
-            summary block, when ``inject_summary`` is on).
-        pruned: The messages removed, oldest first, as given.
-        summary: What ``summarize_fn`` returned, when it ran.
+            summary block, and the new versions of messages a step rewrote).
+        pruned: The messages removed, oldest first, as given (a message a step rewrote
+            and then pruned in the same reduce is listed as it was given). Summary blocks
+            folded into a new summary are in ``folded_summaries`` instead.
+        summary: What ``summarize_fn`` returned, when it ran (or was reused).
         summary_messages: The injected summary messages (also in ``surviving``).
+        folded_summaries: The summary messages the new summary replaced.
+        rewritten: The messages a step rewrote (cleared, truncated) and kept, as they were
+            given: their text left the list and was handed to the hooks.
         hook_error: With ``on_prune_error="keep"``, the hook failure that made this reduce
             keep every message; None otherwise.
+        summary_error: With ``on_prune_error="keep"``, the summarizer failure that made this
+            reduce keep every message; None otherwise.
         steps: One report per policy step that ran, in order.
         tokens_before: The list's tokens before reducing (token mode; else 0).
         tokens_after: The list's tokens after reducing (token mode; else 0).
@@ -33,7 +40,10 @@ class ReducerResult:
     pruned: list[Any] = field(default_factory=list)
     summary: str | None = None
     summary_messages: list[Any] = field(default_factory=list)
+    folded_summaries: list[Any] = field(default_factory=list)
+    rewritten: list[Any] = field(default_factory=list)
     hook_error: PruneHookError | None = None
+    summary_error: SummaryError | None = None
     steps: list[StepReport] = field(default_factory=list)
     tokens_before: int = 0
     tokens_after: int = 0

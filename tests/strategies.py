@@ -215,8 +215,21 @@ def _fields(draw: st.DrawFn) -> dict[str, Any]:
         fields["tool_calls"] = tuple(calls) if draw(st.booleans()) else calls
     if draw(st.booleans()):
         fields["additional_kwargs"] = {"tool_calls": draw(st.lists(_tool_call(), max_size=2))}
+        if draw(st.integers(0, 5)) == 0:
+            fields["additional_kwargs"] = _mapping(draw, fields["additional_kwargs"])
     if draw(st.booleans()):
         fields["tool_call_id"] = draw(_ID_VALUES)
+    if draw(st.integers(0, 3)) == 0:
+        fields["content"] = draw(
+            st.sampled_from(["Summary of the earlier conversation:\nshort", IdText("Summary of")])
+        )
+    if draw(st.integers(0, 3)) == 0:
+        marker = draw(st.sampled_from(["summarization", "other", None, 3]))
+        if draw(st.booleans()):
+            fields["lc_source"] = marker
+        else:
+            extra = fields.get("additional_kwargs", {})
+            fields["additional_kwargs"] = {**extra, "lc_source": marker}
     return fields
 
 

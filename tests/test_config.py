@@ -48,7 +48,12 @@ from agentstate_reducer import MessageReducer, ReducerConfig
             r"token_counter='gpt4' is not a known counter name",
         ),
         ({"inject_summary": True}, ValueError, r"inject_summary=True needs summarize_fn"),
-        ({"preserve_first": "yes"}, TypeError, r"preserve_first must be True or False, got 'yes'"),
+        (
+            {"preserve_first": "yes"},
+            ValueError,
+            r"preserve_first must be True, False or 'system', got 'yes'",
+        ),
+        ({"preserve_first": 1}, TypeError, r"preserve_first must be True, False or 'system'"),
         ({"dedupe_window": 0}, ValueError, r"dedupe_window must be at least 1, got 0"),
         (
             {"on_prune_error": "ignore"},

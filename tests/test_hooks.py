@@ -137,24 +137,34 @@ def test_background_runs_off_the_caller_thread_and_drains() -> None:
     background.close()
 
 
-def test_background_failures_reach_the_next_caller_with_their_batches() -> None:
-    def down(pruned: list[Any], namespace: Any) -> None:
-        raise ConnectionError("vector store unreachable")
+def test_background_keeps_failed_batches_until_the_hook_works_again() -> None:
+    """A Background whose store is down keeps the failed batch (drain reports it and it
+    stays kept), refuses the next batch so the reducer keeps that one too, and once the
+    store is back every message reaches it exactly once."""
+    up = threading.Event()
+    stored: list[str] = []
 
-    background = Background(down, retries=1, retry_delay=0.001)
+    def store(pruned: list[Any], namespace: Any) -> None:
+        if not up.is_set():
+            raise ConnectionError("vector store unreachable")
+        stored.extend(m["id"] for m in pruned)
+
+    background = Background(store, retries=1, retry_delay=0.001)
     reducer = reducer_with(background)
-    history = turns(8)
-    reducer.reduce(existing=history, namespace="ns")
-    with pytest.raises(BackgroundHookError, match=r"failed on 1 earlier batch"):
+    reducer.reduce(existing=turns(8), namespace="ns")  # m0..m3 go to the pool and fail
+    with pytest.raises(BackgroundHookError, match=r"still fails on 1 batch"):
         background.drain()
-    # A fresh failure, then the next reduce learns of it.
-    reducer.reduce(existing=turns(8, prefix="n"), namespace="ns")
-    time.sleep(0.1)
+    assert [m["id"] for m in background.failed_batches[0][0]] == ["m0", "m1", "m2", "m3"]
     with pytest.raises(PruneHookError) as info:
-        reducer.reduce(existing=turns(8, prefix="o"), namespace="ns")
-    cause = info.value.failures[0][1]
-    assert isinstance(cause, BackgroundHookError)
-    assert [m["id"] for m in cause.batches[0][0]] == ["n0", "n1", "n2", "n3"]
+        reducer.reduce(existing=turns(8, prefix="n"), namespace="ns")
+    assert isinstance(info.value.failures[0][1], BackgroundHookError)
+    assert info.value.kept and reducer.handoff_status().pending_messages == 4
+    up.set()
+    background.drain()  # the kept m* go through now
+    reducer.reduce(existing=turns(8, prefix="o"), namespace="ns")  # retries n*, takes o*
+    background.drain()
+    assert sorted(stored) == sorted(f"{p}{i}" for p in "mno" for i in range(4))
+    assert reducer.handoff_status().pending_messages == 0
     background.close()
 
 

@@ -1,163 +1,357 @@
-"""Summaries: called once per pruning reduce, injected in the list's own kind of message."""
+"""Running summaries: part of the bound, folded, marked, deterministic, never leaking."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentstate_reducer import MessageReducer, ReducerConfig, SummaryError
+from agentstate_reducer.messages import SUMMARY_HEADER, content_of, is_summary
+from agentstate_reducer.policy import ClearToolOutputs, Summarize
+from agentstate_reducer.summary import mark_summary
 
 from .strategies import Duck, conversations, rendered, shapes
+from .test_properties import tokens_of
 
 
-def chat(n: int) -> list[dict[str, Any]]:
+def chat(n: int, prefix: str = "") -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"role": "system", "content": "sys"}]
     for i in range(n):
-        out.append({"role": "user", "content": f"q{i}"})
-        out.append({"role": "assistant", "content": f"a{i}"})
+        out.append({"role": "user", "content": f"{prefix}q{i}"})
+        out.append({"role": "assistant", "content": f"{prefix}a{i}"})
     return out
 
 
+def with_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The README's pattern: ids m0, m1, ... (so two conversations reuse the same ids)."""
+    return [dict(m, id=f"m{i}") for i, m in enumerate(messages)]
+
+
+class Summarizer:
+    """A summarize_fn that records what it is asked and says what it saw."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[Any]] = []
+
+    def __call__(self, messages: list[Any]) -> str:
+        self.calls.append(list(messages))
+        texts = [str(content_of(m)) for m in messages if not is_summary(m)]
+        prior = [m for m in messages if is_summary(m)]
+        return ("[+prior] " if prior else "") + " ".join(texts)
+
+
+def injecting(summarize: Any, **kwargs: Any) -> MessageReducer:
+    options: dict[str, Any] = {"min_messages": 4, "max_messages": 6}
+    options.update(kwargs)
+    return MessageReducer(
+        config=ReducerConfig(summarize_fn=summarize, inject_summary=True, **options)
+    )
+
+
 def test_summarize_fn_gets_exactly_the_pruned_messages_once() -> None:
-    calls: list[list[Any]] = []
-
-    def summarize(pruned: list[Any]) -> str:
-        calls.append(pruned)
-        return f"{len(pruned)} gone"
-
+    """Without injection there is nothing to fold: summarize_fn gets the pruned messages,
+    and a reduce that prunes nothing calls nothing."""
+    summarize = Summarizer()
     reducer = MessageReducer(
         config=ReducerConfig(min_messages=4, max_messages=6, summarize_fn=summarize)
     )
     history = chat(4)
     result = reducer.reduce(existing=history)
-    assert (
-        len(calls) == 1
-        and calls[0] == result.pruned
-        and all(a is b for a, b in zip(calls[0], history[1:5], strict=True))
-    )
-    assert result.summary == "4 gone"
+    assert len(summarize.calls) == 1
+    assert all(a is b for a, b in zip(summarize.calls[0], result.pruned, strict=True))
+    assert result.summary == "q0 a0 q1 a1"
     reducer.reduce(existing=history[:5])
-    assert len(calls) == 1, "summarize_fn must not run when nothing is pruned"
+    assert len(summarize.calls) == 1, "summarize_fn must not run when nothing is pruned"
 
 
-def test_summary_failure_prunes_nothing_and_says_why() -> None:
-    def broken(pruned: list[Any]) -> str:
-        raise RuntimeError("model down")
-
-    reducer = MessageReducer(
-        config=ReducerConfig(min_messages=2, max_messages=3, summarize_fn=broken)
-    )
-    history = chat(3)
-    with pytest.raises(SummaryError, match="model down; nothing was pruned") as info:
-        reducer.reduce(existing=history)
-    assert info.value.pruned and all(m in history for m in info.value.pruned)
-
-
-def injecting(**kwargs: Any) -> MessageReducer:
-    return MessageReducer(
-        config=ReducerConfig(
-            min_messages=2,
-            max_messages=4,
-            summarize_fn=lambda p: "S",
-            inject_summary=True,
-            **kwargs,
-        )
+def test_the_block_is_one_marked_human_message_and_counts_towards_min_messages() -> None:
+    """Count mode: the block is one of the min_messages kept, so the list ends at
+    min_messages (plus the kept system prompt), below max_messages."""
+    result = injecting(Summarizer()).reduce(existing=chat(5))
+    assert len(result.surviving) == 1 + 4
+    block = result.summary_messages
+    assert len(block) == 1 and result.surviving[1] is block[0]
+    assert block[0]["role"] == "user" and block[0]["content"].startswith(SUMMARY_HEADER)
+    assert is_summary(block[0]) and "id" not in block[0] and "lc_source" not in block[0], (
+        "a plain OpenAI dict list gets a plain OpenAI dict, marked by its header line"
     )
 
 
-def test_injected_summary_sits_where_the_pruned_block_was_openai() -> None:
-    result = injecting().reduce(existing=chat(3))
-    roles = [(m["role"], m["content"][:10]) for m in result.surviving]
-    assert roles[0] == ("system", "sys")
-    assert [r for r, _ in roles[1:3]] == ["user", "assistant"]
-    assert result.surviving[1]["content"].startswith("Summary of the 4 earlier messages")
-    assert result.surviving[-2:] == chat(3)[-2:]
-    assert "id" not in result.surviving[1], (
-        "the list's dicts carry no id, so neither does the summary"
-    )
-    assert result.summary_messages == result.surviving[1:3]
+@pytest.mark.parametrize(("low", "high"), [(4, 6), (19, 20), (0, 3), (5, 5)])
+def test_reducing_a_reduced_list_prunes_nothing_and_calls_nothing(low: int, high: int) -> None:
+    """Turn by turn through one reducer, with min 19 / max 20 too: after every reduce a
+    second reduce of the result changes nothing and calls summarize_fn no more."""
+    summarize = Summarizer()
+    reducer = injecting(summarize, min_messages=low, max_messages=high)
+    history: list[Any] = chat(0)
+    for turn in range(30):
+        history = reducer.reduce(
+            existing=history,
+            new=[{"role": "user", "content": f"q{turn}"}, {"role": "assistant", "content": "a"}],
+        ).surviving
+        # Within max_messages, or at the floor: the kept system prompt plus the newest
+        # min_messages (the summary one of them), or system, summary and the newest turn.
+        assert len(history) <= max(high, 1 + low, 4)
+        calls = len(summarize.calls)
+        again = reducer.reduce(existing=history)
+        assert again.pruned == [] and again.surviving == history
+        assert len(summarize.calls) == calls
 
 
-def test_injected_summary_in_langchain_lists_is_langchain() -> None:
+def test_the_previous_summary_is_folded_into_the_next() -> None:
+    """The summarizer receives the block already in the list first, marked as a summary,
+    then the newly pruned messages; the new block replaces the old one."""
+    summarize = Summarizer()
+    reducer = injecting(summarize)
+    first = reducer.reduce(existing=chat(5)).surviving
+    old_block = first[1]
+    second = reducer.reduce(existing=first, new=chat(3, prefix="x")[1:])
+    prior, *pruned = summarize.calls[1]
+    assert prior is old_block and is_summary(prior)
+    assert not any(is_summary(m) for m in pruned)
+    assert sum(is_summary(m) for m in second.surviving) == 1
+    assert second.surviving[1]["content"].startswith(SUMMARY_HEADER + "[+prior]")
+    assert old_block not in second.pruned
+
+
+def test_summaries_do_not_leak_between_conversations_that_reuse_ids() -> None:
+    """Two users through one reducer, with the same ids m0, m1, ... and other words: each
+    gets a summary of their own conversation, and summarize_fn runs for both."""
+    summarize = Summarizer()
+    reducer = injecting(summarize)
+    alice = reducer.reduce(existing=with_ids(chat(5, prefix="alice-")), namespace="alice")
+    bob = reducer.reduce(existing=with_ids(chat(5, prefix="bob-")), namespace="bob")
+    assert len(summarize.calls) == 2
+    assert "alice" in alice.summary_messages[0]["content"]
+    assert "bob" in bob.summary_messages[0]["content"]
+    assert "alice" not in bob.summary_messages[0]["content"]
+    # Same ids, no namespace (a channel reducer): content still tells them apart.
+    plain = injecting(summarize)
+    a = plain.reduce(existing=with_ids(chat(5, prefix="alice-")))
+    b = plain.reduce(existing=with_ids(chat(5, prefix="bob-")))
+    assert a.summary != b.summary and "bob" in (b.summary or "")
+
+
+def test_an_edited_message_gets_a_new_summary() -> None:
+    """A message replaced by id with corrected content (an edit, a fork) is summarised
+    again instead of reusing the stale summary."""
+    summarize = Summarizer()
+    reducer = injecting(summarize)
+    history = with_ids(chat(5))
+    reducer.reduce(existing=history, namespace="t")
+    edited = list(history)
+    edited[1] = dict(history[1], content="q0 (corrected)")
+    result = reducer.reduce(existing=edited, namespace="t")
+    assert len(summarize.calls) == 2 and "corrected" in (result.summary or "")
+
+
+def test_a_replayed_reduce_reuses_the_summary_and_its_id() -> None:
+    """LangGraph replays writes (get_state, resuming after interrupt()): the same messages
+    in the same conversation give the same summary, the same block id, and no new call."""
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-    history = [SystemMessage("s")] + [
-        cls(f"m{i}") for i in range(6) for cls in (HumanMessage, AIMessage)
+    summarize = Summarizer()
+    reducer = injecting(summarize)
+    history = [SystemMessage("s", id="s")] + [
+        cls(f"m{i}", id=f"{cls.__name__}{i}") for i in range(5) for cls in (HumanMessage, AIMessage)
     ]
-    result = injecting().reduce(existing=history)
-    block = result.summary_messages
-    assert [type(m) for m in block] == [HumanMessage, AIMessage]
-    assert all(m.id and m.id.startswith("summary-") for m in block)
-    assert result.surviving[1:3] == block
+    first = reducer.reduce(existing=history, namespace="t")
+    again = reducer.reduce(existing=history, namespace="t")
+    fresh = injecting(Summarizer()).reduce(existing=history, namespace="t")
+    assert len(summarize.calls) == 1
+    ids = [m.id for m in first.summary_messages]
+    assert ids == [m.id for m in again.summary_messages] == [m.id for m in fresh.summary_messages]
+    assert ids[0].startswith("summary-")
 
 
-def test_injected_summary_keeps_langchain_dict_and_serialised_shapes() -> None:
+def test_blocks_keep_the_lists_kind_and_carry_the_marker() -> None:
+    """LangChain lists get a HumanMessage with LangChain's own marker; LangChain-shaped
+    dicts and the serialised form keep their shape, with the marker where LangChain
+    reads it."""
     from langchain_core.messages import (
         AIMessage,
         HumanMessage,
+        SystemMessage,
+        convert_to_messages,
         messages_from_dict,
         messages_to_dict,
     )
 
+    history = [SystemMessage("s")] + [
+        cls(f"m{i}") for i in range(6) for cls in (HumanMessage, AIMessage)
+    ]
+    (block,) = injecting(Summarizer()).reduce(existing=history).summary_messages
+    assert type(block) is HumanMessage
+    assert block.additional_kwargs == {"lc_source": "summarization"}
+
     typed = [
         {"type": "human" if i % 2 == 0 else "ai", "content": str(i), "id": f"i{i}"}
-        for i in range(7)
+        for i in range(9)
     ]
-    block = injecting().reduce(existing=typed).summary_messages
-    assert [m["type"] for m in block] == ["human", "ai"] and all("id" in m for m in block)
+    (made,) = injecting(Summarizer()).reduce(existing=typed).summary_messages
+    assert made["type"] == "human" and made["id"].startswith("summary-")
+    converted = convert_to_messages([made])[0]
+    assert converted.additional_kwargs["lc_source"] == "summarization"
 
-    serial = messages_to_dict([HumanMessage("a"), AIMessage("b")] * 4)
-    block = injecting().reduce(existing=serial).summary_messages
-    loaded = messages_from_dict(block)
-    assert [type(m) for m in loaded] == [HumanMessage, AIMessage]
+    serial = messages_to_dict([HumanMessage("a"), AIMessage("b")] * 5)
+    (stored,) = injecting(Summarizer()).reduce(existing=serial).summary_messages
+    (loaded,) = messages_from_dict([stored])
+    assert type(loaded) is HumanMessage and loaded.additional_kwargs["lc_source"] == (
+        "summarization"
+    )
 
 
-def test_duck_lists_need_a_factory() -> None:
-    ducks = [Duck(type="human" if i % 2 else "ai", content=str(i)) for i in range(7)]
+def test_langchains_own_summary_is_folded_like_ours() -> None:
+    """A summary LangChain's SummarizationMiddleware left in the list is recognised by its
+    marker and folded, not pruned as an ordinary message."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    theirs = HumanMessage("Here is a summary...", additional_kwargs={"lc_source": "summarization"})
+    history = [theirs] + [cls(f"m{i}") for i in range(6) for cls in (HumanMessage, AIMessage)]
+    summarize = Summarizer()
+    result = injecting(summarize, preserve_first=False).reduce(existing=history)
+    assert summarize.calls[0][0] is theirs
+    assert result.folded_summaries == [theirs] and theirs not in result.pruned
+
+
+def test_duck_lists_need_a_factory_whose_messages_are_marked() -> None:
+    ducks = [Duck(type="human" if i % 2 else "ai", content=str(i)) for i in range(9)]
     with pytest.raises(TypeError, match="pass summary_message_factory"):
-        injecting().reduce(existing=ducks)
-    made = injecting(summary_message_factory=lambda text, n: [Duck(type="system", content=text)])
-    result = made.reduce(existing=ducks)
-    assert result.summary_messages[0].content == "S"
+        injecting(Summarizer()).reduce(existing=ducks)
 
+    class Marked(Duck):
+        additional_kwargs: dict[str, Any]
 
-@settings(max_examples=200, deadline=None)
-@given(conversations(), shapes)
-def test_injection_only_adds_the_summary_block(records: Any, shape: str) -> None:
-    """Surviving with injection, minus the summary block, is surviving without injection."""
-    messages = rendered(records, shape)
-    if shape == "duck":
-        return
-    plain = MessageReducer(config=ReducerConfig(min_messages=2, max_messages=5)).reduce(
-        existing=messages
+    def factory(text: str, count: int) -> list[Any]:
+        made = Marked(type="human", content=text)
+        made.additional_kwargs = {"lc_source": "summarization"}
+        return [made]
+
+    result = injecting(Summarizer(), summary_message_factory=factory).reduce(existing=ducks)
+    assert is_summary(result.summary_messages[0])
+    unmarked = injecting(
+        Summarizer(), summary_message_factory=lambda t, n: [Duck(type="human", content=t)]
     )
-    injected = MessageReducer(
-        config=ReducerConfig(
-            min_messages=2, max_messages=5, summarize_fn=lambda p: "S", inject_summary=True
-        )
-    ).reduce(existing=messages)
-    block = {id(m) for m in injected.summary_messages}
-    assert [m for m in injected.surviving if id(m) not in block] == plain.surviving
-    assert bool(injected.summary_messages) == bool(plain.pruned)
+    with pytest.raises(TypeError, match="cannot mark a Duck as a summary"):
+        unmarked.reduce(existing=ducks)
 
 
-def test_the_same_pruned_messages_are_summarised_once() -> None:
-    """LangGraph replays writes through channel reducers: the same pruned ids reuse the
-    summary instead of calling summarize_fn (an LLM) again."""
-    calls: list[int] = []
+def test_a_dict_factory_is_marked_for_it() -> None:
+    """A factory returning plain dicts gets them marked (and counted towards the bound)."""
+    reducer = injecting(
+        Summarizer(), summary_message_factory=lambda text, n: [{"role": "user", "content": text}]
+    )
+    result = reducer.reduce(existing=chat(5))
+    assert result.summary_messages == [mark_summary({"role": "user", "content": result.summary})]
+    assert reducer.reduce(existing=result.surviving).pruned == []
 
-    def summarize(pruned: list[Any]) -> str:
-        calls.append(len(pruned))
-        return f"summary {len(calls)}"
 
+def test_summary_failure_prunes_nothing_and_says_why() -> None:
+    def broken(messages: list[Any]) -> str:
+        raise RuntimeError("model down")
+
+    history = chat(3)
+    reducer = injecting(broken, min_messages=2, max_messages=3)
+    with pytest.raises(SummaryError, match="model down; nothing was pruned") as info:
+        reducer.reduce(existing=history)
+    assert info.value.pruned and all(m in history for m in info.value.pruned)
+    kept = reducer.reduce(existing=history, on_prune_error="keep")
+    assert kept.surviving == history and isinstance(kept.summary_error, SummaryError)
+
+
+def test_a_summarizer_with_nothing_to_say_keeps_the_old_summary() -> None:
+    """summarize_fn returning None injects nothing new, and the block already in the list
+    stays (nothing it summarised is lost)."""
+    answers = iter(["first", None])
+    reducer = injecting(lambda messages: next(answers))
+    first = reducer.reduce(existing=chat(5)).surviving
+    second = reducer.reduce(existing=first, new=chat(3, prefix="x")[1:])
+    assert first[1] in second.surviving and second.summary_messages == []
+
+
+def test_a_summarize_fn_no_step_calls_is_refused() -> None:
+    """A policy without a summarising step would never call summarize_fn: say so."""
+    from agentstate_reducer.policy import DropOldest
+
+    with pytest.raises(ValueError, match="no step of the policy summarises"):
+        ReducerConfig(max_tokens=50, summarize_fn=Summarizer(), policy=[DropOldest()])
+    ReducerConfig(max_tokens=50, summarize_fn=Summarizer(), policy=[Summarize()])
+
+
+def test_cleared_text_reaches_the_summarizer_as_it_was() -> None:
+    """A tool output cleared and then pruned in the same reduce is summarised (and listed
+    in result.pruned) with its original text, never the placeholder."""
+    call = {"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}
+    history = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "find it"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "the secret is 42 " * 20},
+        {"role": "assistant", "content": "found"},
+        {"role": "user", "content": "thanks " * 30},
+    ]
+    summarize = Summarizer()
     reducer = MessageReducer(
-        config=ReducerConfig(min_messages=2, max_messages=4, summarize_fn=summarize)
+        config=ReducerConfig(
+            max_tokens=60,
+            token_counter=tokens_of,
+            summarize_fn=summarize,
+            inject_summary=True,
+            summary_max_tokens=8,
+            policy=[ClearToolOutputs(keep_last=0), Summarize()],
+        )
     )
-    history = [dict(m, id=f"m{i}") for i, m in enumerate(chat(3))]
-    first = reducer.reduce(existing=history)
-    again = reducer.reduce(existing=history)
-    assert calls == [4] and first.summary == again.summary == "summary 1"
-    other = reducer.reduce(existing=history[:-1])
-    assert calls == [4, 3] and other.summary == "summary 2"
+    result = reducer.reduce(existing=history)
+    tool = next(m for m in result.pruned if m["role"] == "tool")
+    assert tool is history[3], "result.pruned holds the message as it was given"
+    assert "secret is 42" in " ".join(str(content_of(m)) for m in summarize.calls[0])
+
+
+@settings(max_examples=150, deadline=None)
+@given(conversations(max_turns=10), shapes.filter(lambda s: s != "duck"), st.data())
+def test_with_summaries_the_bound_holds_every_turn_and_a_second_reduce_is_a_no_op(
+    records: Any, shape: str, data: st.DataObject
+) -> None:
+    """Turn by turn, count or token mode: after every reduce the list is within the bound
+    (or nothing more can be pruned: pinned messages, the newest turn), holds exactly one
+    summary block once something was summarised, and reducing it again prunes nothing and
+    calls summarize_fn no more."""
+    summarize = Summarizer()
+    if data.draw(st.booleans(), label="token mode"):
+        high = data.draw(st.integers(15, 120), label="max_tokens")
+        config = ReducerConfig(
+            max_tokens=high,
+            target_tokens=data.draw(st.integers(10, high), label="target"),
+            token_counter=tokens_of,
+            summarize_fn=lambda m: summarize(m)[:20],
+            inject_summary=True,
+            summary_max_tokens=10,
+        )
+    else:
+        high = data.draw(st.integers(2, 12), label="max_messages")
+        config = ReducerConfig(
+            min_messages=data.draw(st.integers(0, high), label="min_messages"),
+            max_messages=high,
+            summarize_fn=summarize,
+            inject_summary=True,
+        )
+    reducer = MessageReducer(config=config)
+    judge = MessageReducer(config=replace(config, summarize_fn=None, inject_summary=False))
+    messages = rendered(records, shape)
+    history: list[Any] = []
+    summarised = False
+    for message in messages:
+        result = reducer.reduce(existing=history, new=[message])
+        history = result.surviving
+        summarised = summarised or bool(result.summary_messages)
+        assert sum(is_summary(m) for m in history) == (1 if summarised else 0)
+        over = any(p.kind == "over_budget" for p in judge.validate(history).problems)
+        assert not (over and judge.plan(history).pruned), "over the bound, prunable left"
+        calls = len(summarize.calls)
+        again = reducer.reduce(existing=history)
+        assert again.pruned == [] and [id(m) for m in again.surviving] == [id(m) for m in history]
+        assert len(summarize.calls) == calls

@@ -22,18 +22,20 @@ time cannot bound.
 
 from __future__ import annotations
 
-import asyncio
 import operator
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 
-from .._checks import check_callable, check_name
+from .._checks import check_callable, check_choice, check_name
+from ..messages import read_view
 from ..reducer import MessageReducer
+from ..result import ReducerResult
 from .namespace import memory_namespace
 
 try:  # langgraph-checkpoint >= 4 stores DeltaChannel snapshots as this type
@@ -44,7 +46,13 @@ except ImportError:  # pragma: no cover - older langgraph-checkpoint has no Delt
         pass
 
 
-__all__ = ["CheckpointReduction", "advance_seen", "refuse_delta_channel", "same_items"]
+__all__ = [
+    "CheckpointReduction",
+    "advance_seen",
+    "refuse_delta_channel",
+    "same_items",
+    "warn_if_summary_is_dropped",
+]
 
 #: (thread_id, checkpoint_ns) pairs whose last put is remembered, per reduction. Each entry
 #: holds the run's list (about max_messages messages), so this bounds the memory kept.
@@ -103,17 +111,24 @@ class CheckpointReduction:
     how a wrapper recognises it and does not reduce twice. One instance may be shared by
     threads and event loops.
 
+    A memory store or summarizer that fails never costs the user's turn (the default,
+    ``on_prune_error="keep"``): the checkpoint is stored unpruned (the list grows past the
+    bound for a while), nothing is marked as handed over, and the next put prunes and
+    hands the same messages over again, until the store is back. ``"raise"`` fails the
+    put instead (see the README for what LangGraph's durability modes make of that).
+
     Args:
         reducer: The reducer to run on the message list.
         messages_key: The channel holding the message list.
         next_version: The saver's ``get_next_version``, used to give the channel a
             fresh version when its stored value has to be replaced (see :meth:`apply`).
             Without it, such a value is stored inline only.
+        on_prune_error: ``"keep"`` (store unpruned and retry later) or ``"raise"``.
 
     Raises:
         TypeError: ``reducer`` is not a MessageReducer, ``messages_key`` is not a string,
             or ``next_version`` is not callable.
-        ValueError: ``messages_key`` is empty.
+        ValueError: ``messages_key`` is empty, or ``on_prune_error`` is unknown.
     """
 
     def __init__(
@@ -122,6 +137,7 @@ class CheckpointReduction:
         messages_key: str = "messages",
         *,
         next_version: Callable[[Any, None], Any] | None = None,
+        on_prune_error: Literal["keep", "raise"] = "keep",
     ) -> None:
         if not isinstance(reducer, MessageReducer):
             raise TypeError(
@@ -132,8 +148,12 @@ class CheckpointReduction:
         self._next_version: Callable[[Any, None], Any] | None = check_callable(
             "next_version", next_version
         )
+        self._on_prune_error: Literal["keep", "raise"] = on_prune_error
+        check_choice("on_prune_error", on_prune_error, ("keep", "raise"))
         self._chains: OrderedDict[tuple[Any, Any], _Stored] = OrderedDict()
         self._lock = threading.Lock()
+        self._warned_missing = False
+        warn_if_summary_is_dropped(reducer, "a checkpoint saver")
 
     @property
     def reducer(self) -> MessageReducer:
@@ -144,6 +164,11 @@ class CheckpointReduction:
     def messages_key(self) -> str:
         """The channel holding the message list."""
         return self._key
+
+    @property
+    def on_prune_error(self) -> Literal["keep", "raise"]:
+        """What a failing hook or summarizer does to a put (``"keep"`` or ``"raise"``)."""
+        return self._on_prune_error
 
     def __repr__(self) -> str:
         return f"CheckpointReduction({self._reducer!r}, messages_key={self._key!r})"
@@ -162,8 +187,8 @@ class CheckpointReduction:
     ) -> Checkpoint:
         """Return the checkpoint to store: ``checkpoint`` with its message list reduced.
 
-        Call it just before writing, with the arguments of ``put``. The pruned messages
-        are handed to the reducer's ``on_prune`` hooks before it returns.
+        Call it just before writing, with the arguments of ``put``. What leaves the list
+        is handed to the reducer's ``on_prune`` hooks before it returns.
 
         Args:
             config: The ``put`` config (thread, namespace, parent checkpoint id).
@@ -181,16 +206,23 @@ class CheckpointReduction:
             NotImplementedError: The message channel is a ``DeltaChannel``.
             TypeError: The message channel holds a list the reducer cannot read (the
                 error names the position).
-            PruneHookError: An ``on_prune`` hook failed. Do not write the checkpoint:
-                its messages were not delivered and go out again on the retry.
-            SummaryError: ``summarize_fn`` failed; do not write the checkpoint.
+            PruneHookError: With ``on_prune_error="raise"``, an ``on_prune`` hook failed;
+                do not write the checkpoint (its messages are kept for the retry).
+            SummaryError: With ``on_prune_error="raise"``, ``summarize_fn`` failed; do not
+                write the checkpoint.
         """
         put = self._begin(config, checkpoint, new_versions, metadata)
         if put is None:
             return checkpoint
         outcome = self._settle(put)
         if isinstance(outcome, _PendingReduce):
-            outcome = self._run(outcome)
+            result = self._reducer.reduce(
+                outcome.existing,
+                outcome.new,
+                outcome.namespace,
+                on_prune_error=self._on_prune_error,
+            )
+            outcome = _reduced(outcome, result)
         return self._finish(put, *outcome)
 
     async def aapply(
@@ -203,26 +235,27 @@ class CheckpointReduction:
     ) -> Checkpoint:
         """Async :meth:`apply`, for async savers: same arguments, result and errors.
 
-        When the reduce has to run and the reducer has ``on_prune`` hooks or a
-        ``summarize_fn`` (which may block on I/O), it runs in a worker thread
-        (``asyncio.to_thread``) so the event loop keeps serving other runs.
+        The reduce runs with ``areduce``: coroutine hooks and summarizers are awaited and
+        blocking ones run in worker threads, so the event loop keeps serving other runs.
 
         Raises:
             NotImplementedError: The message channel is a ``DeltaChannel``.
             TypeError: The message channel holds a list the reducer cannot read.
-            PruneHookError: An ``on_prune`` hook failed; do not write the checkpoint.
-            SummaryError: ``summarize_fn`` failed; do not write the checkpoint.
+            PruneHookError: As for :meth:`apply`.
+            SummaryError: As for :meth:`apply`.
         """
         put = self._begin(config, checkpoint, new_versions, metadata)
         if put is None:
             return checkpoint
         outcome = self._settle(put)
         if isinstance(outcome, _PendingReduce):
-            config_ = self._reducer.config
-            if config_.on_prune or config_.summarize_fn is not None:
-                outcome = await asyncio.to_thread(self._run, outcome)
-            else:
-                outcome = self._run(outcome)
+            result = await self._reducer.areduce(
+                outcome.existing,
+                outcome.new,
+                outcome.namespace,
+                on_prune_error=self._on_prune_error,
+            )
+            outcome = _reduced(outcome, result)
         return self._finish(put, *outcome)
 
     def _begin(
@@ -234,9 +267,12 @@ class CheckpointReduction:
     ) -> _Put | None:
         """What this put is about, or None when there is no message list to reduce."""
         key = self._key
-        live = checkpoint["channel_values"].get(key)
+        values = checkpoint["channel_values"]
+        live = values.get(key)
         refuse_delta_channel(key, live, metadata, "a reduction at put time")
         if type(live) is not list:
+            if live is None and not self._warned_missing:
+                self._warn_if_misnamed(values)
             return None
         conf: Mapping[str, Any] = config.get("configurable") or {}
         chain = (conf.get("thread_id"), conf.get("checkpoint_ns", ""))
@@ -273,12 +309,6 @@ class CheckpointReduction:
             # as it is, without the plan reading every message: the hot path.
             return (existing + new if new else existing), changed
         return _PendingReduce(existing, new, changed, self.namespace(put.config))
-
-    def _run(self, work: _PendingReduce) -> tuple[list[Any], bool]:
-        result = self._reducer.reduce(work.existing, work.new, work.namespace)
-        if result.pruned or result.summary_messages:
-            return result.surviving, True
-        return result.surviving, work.changed
 
     def _finish(self, put: _Put, reduced: list[Any], changed: bool) -> Checkpoint:
         """Choose the version the list is stored under, remember the put, build the result."""
@@ -318,6 +348,20 @@ class CheckpointReduction:
             )
         return stored
 
+    def _warn_if_misnamed(self, values: Mapping[str, Any]) -> None:
+        """Warn once when the checkpoint has no ``messages_key`` channel but another
+        channel holds messages: the saver would silently store it unbounded."""
+        for channel, value in values.items():
+            if isinstance(value, list) and value and _reads_as_messages(value):
+                self._warned_missing = True
+                warnings.warn(
+                    f"the checkpoint has no {self._key!r} channel, but {channel!r} holds "
+                    f"messages: nothing is bounded; pass messages_key={channel!r}",
+                    UserWarning,
+                    stacklevel=4,
+                )
+                return
+
     def _recall(self, chain: tuple[Any, Any], parent_id: Any) -> _Stored | None:
         last = self._chains.get(chain)  # one dict read: atomic, no lock needed
         if last is None or parent_id is None or last.checkpoint_id != parent_id:
@@ -346,6 +390,37 @@ class CheckpointReduction:
         if first == self._next_version(current, None):
             return None
         return first
+
+
+def _reduced(work: _PendingReduce, result: ReducerResult) -> tuple[list[Any], bool]:
+    """The list to store after a reduce, and whether it differs from the run's list."""
+    if result.pruned or result.summary_messages or result.rewritten:
+        return result.surviving, True
+    return result.surviving, work.changed
+
+
+def _reads_as_messages(values: list[Any]) -> bool:
+    """Whether every item of ``values`` reads as a message (a cheap look at a few)."""
+    try:
+        for value in values[:3]:
+            read_view(value)
+    except TypeError:
+        return False
+    return True
+
+
+def warn_if_summary_is_dropped(reducer: MessageReducer, where: str) -> None:
+    """Warn when the reducer summarises without injecting the summary: in ``where`` only
+    the list is kept, so every summary would be made and thrown away."""
+    config = reducer.config
+    if config.summarize_fn is not None and not config.inject_summary:
+        warnings.warn(
+            f"the reducer has summarize_fn but inject_summary=False: in {where} only the "
+            "message list is kept, so each summary would be made (an LLM call) and "
+            "thrown away; set inject_summary=True",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def refuse_delta_channel(

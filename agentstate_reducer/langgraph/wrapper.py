@@ -9,13 +9,18 @@ just before each ``put`` / ``aput`` of the saver you already use (the reduction 
     saver = ReducingCheckpointSaver(PostgresSaver(conn), MessageReducer(10, 40))
     graph = builder.compile(checkpointer=saver)
 
-Long-term memory: pruned messages go to the reducer's ``on_prune`` hooks before the
+Long-term memory: what leaves the list goes to the reducer's ``on_prune`` hooks before the
 checkpoint is written, with the namespace ``configurable[reducer.config.namespace_key]``
 (default key ``"memory_namespace"``), or ``("memories", thread_id)`` when the run sets
-none. If a hook raises, ``put`` raises :class:`~agentstate_reducer.PruneHookError` and
-writes nothing, so the run fails at that step and can be resumed; the messages were
-not marked as delivered and reach the hooks on the retry. In ``aput`` a reduce that calls
-hooks or a summary runs in a worker thread, off the event loop.
+none. A memory store (or summarizer) that is down never costs the user's turn: the
+checkpoint is stored unpruned, the list grows past the bound for a while, and each later
+put hands the messages over again until the store is back (``on_prune_error="keep"``, the
+default). ``on_prune_error="raise"`` fails the put instead. ``aput`` awaits coroutine hooks
+and runs blocking ones in worker threads, off the event loop.
+
+Bounded storage per thread: ``keep_checkpoints=N`` prunes a thread to its latest
+checkpoint every N puts, with the inner saver's ``prune`` (see
+:mod:`~agentstate_reducer.langgraph.retention`).
 
 Limits: a message channel backed by ``DeltaChannel`` is refused with
 ``NotImplementedError``; the bound applies to lists (``list`` values) only; a
@@ -29,7 +34,7 @@ import inspect
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, ClassVar, NamedTuple, cast
+from typing import Any, ClassVar, Literal, NamedTuple, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -46,6 +51,7 @@ from typing_extensions import Self, override
 from .._checks import check_name
 from ..reducer import MessageReducer
 from .reduction import CheckpointReduction
+from .retention import CheckpointRetention
 
 __all__ = ["ReducingCheckpointSaver"]
 
@@ -114,6 +120,7 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
 
     Attributes:
         inner: The wrapped saver.
+        retention: The ``keep_checkpoints`` pruning in force, or None.
         message_reduction: The :class:`CheckpointReduction` in force (the inner saver's in
             pass-through mode).
         reduces: False when the inner saver reduces by itself and the wrapper delegates.
@@ -122,13 +129,21 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
         inner: The saver that stores the checkpoints.
         reducer: The reducer to run on the message list.
         messages_key: The channel holding the message list.
+        on_prune_error: ``"keep"`` (default): a failing hook or summarizer stores the
+            checkpoint unpruned and the hand-off is retried on later puts; ``"raise"``:
+            the put fails (LangGraph then fails the step or, with ``durability="async"``,
+            the run).
+        keep_checkpoints: Prune each thread to its latest checkpoint every this many puts
+            (the inner saver's ``prune``), so its storage stays bounded; None keeps all.
 
     Raises:
         TypeError: ``inner`` is not a BaseCheckpointSaver, ``reducer`` is not a
-            MessageReducer, or ``messages_key`` is not a string.
-        ValueError: ``messages_key`` is empty, or ``inner`` already reduces messages with a
+            MessageReducer, or ``messages_key`` or ``keep_checkpoints`` has the wrong type.
+        ValueError: ``messages_key`` is empty, ``on_prune_error`` is unknown,
+            ``keep_checkpoints`` is below 1, or ``inner`` already reduces messages with a
             different reducer or channel (pruned messages would be cut and handed to
             long-term memory twice).
+        NotImplementedError: ``keep_checkpoints`` is set and ``inner`` cannot prune.
 
     Example:
         >>> from langgraph.checkpoint.memory import InMemorySaver
@@ -157,12 +172,17 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
         reducer: MessageReducer,
         *,
         messages_key: str = "messages",
+        on_prune_error: Literal["keep", "raise"] = "keep",
+        keep_checkpoints: int | None = None,
     ) -> None:
         if not isinstance(inner, BaseCheckpointSaver):
             raise TypeError(
                 f"inner must be a LangGraph BaseCheckpointSaver, got {type(inner).__name__}"
             )
         check_name("messages_key", messages_key)
+        self.retention = (
+            CheckpointRetention(inner, keep_checkpoints) if keep_checkpoints is not None else None
+        )
         self.inner = inner
         self._inner_takes_task_path = _takes_task_path(inner.put_writes)
         self._inner_async_takes_task_path = _takes_task_path(inner.aput_writes)
@@ -179,7 +199,10 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
             self.reduces = False
         else:
             self.message_reduction = CheckpointReduction(
-                reducer, messages_key, next_version=inner.get_next_version
+                reducer,
+                messages_key,
+                next_version=inner.get_next_version,
+                on_prune_error=on_prune_error,
             )
             self.reduces = True
 
@@ -258,16 +281,22 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
         """Reduce the message list, hand what it prunes to ``on_prune``, store the rest.
 
         Raises:
-            PruneHookError: An ``on_prune`` hook failed; nothing was stored.
-            SummaryError: ``summarize_fn`` failed; nothing was stored.
+            PruneHookError: With ``on_prune_error="raise"``, an ``on_prune`` hook failed;
+                nothing was stored.
+            SummaryError: With ``on_prune_error="raise"``, ``summarize_fn`` failed;
+                nothing was stored.
             NotImplementedError: The message channel is a DeltaChannel.
             TypeError: The message channel holds a non-message.
         """
-        if not self.reduces:
-            return self.inner.put(config, checkpoint, metadata, new_versions)
-        versions = dict(new_versions)
-        stored = self.message_reduction.apply(config, checkpoint, versions, metadata=metadata)
-        return self.inner.put(config, stored, metadata, versions)
+        if self.reduces:
+            new_versions = dict(new_versions)
+            checkpoint = self.message_reduction.apply(
+                config, checkpoint, new_versions, metadata=metadata
+            )
+        stored = self.inner.put(config, checkpoint, metadata, new_versions)
+        if self.retention is not None:
+            self.retention.after_put(stored)
+        return stored
 
     @override
     async def aput(
@@ -277,21 +306,26 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Async :meth:`put`; a reduce with hooks runs in a worker thread (see ``aapply``).
+        """Async :meth:`put`: coroutine hooks and summarizers are awaited, blocking ones run
+        in worker threads (see ``CheckpointReduction.aapply``).
 
         Raises:
-            PruneHookError: An ``on_prune`` hook failed; nothing was stored.
-            SummaryError: ``summarize_fn`` failed; nothing was stored.
+            PruneHookError: With ``on_prune_error="raise"``, an ``on_prune`` hook failed;
+                nothing was stored.
+            SummaryError: With ``on_prune_error="raise"``, ``summarize_fn`` failed;
+                nothing was stored.
             NotImplementedError: The message channel is a DeltaChannel.
             TypeError: The message channel holds a non-message.
         """
-        if not self.reduces:
-            return await self.inner.aput(config, checkpoint, metadata, new_versions)
-        versions = dict(new_versions)
-        stored = await self.message_reduction.aapply(
-            config, checkpoint, versions, metadata=metadata
-        )
-        return await self.inner.aput(config, stored, metadata, versions)
+        if self.reduces:
+            new_versions = dict(new_versions)
+            checkpoint = await self.message_reduction.aapply(
+                config, checkpoint, new_versions, metadata=metadata
+            )
+        stored = await self.inner.aput(config, checkpoint, metadata, new_versions)
+        if self.retention is not None:
+            await self.retention.aafter_put(stored)
+        return stored
 
     @override
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:

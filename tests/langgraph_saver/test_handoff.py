@@ -1,8 +1,9 @@
 """Long-term memory hand-off through the wrapper: once each, never lost.
 
 A run writes several checkpoints over overlapping lists; each pruned message must reach
-``on_prune`` exactly once, with the run's namespace, and a failing hook must stop the
-checkpoint that would drop its messages, leaving the step to be retried.
+``on_prune`` exactly once, with the run's namespace. A memory store that goes down never
+costs the user's turn (the checkpoint is stored unpruned and the hand-off retried on later
+puts), whatever LangGraph's durability mode; failing the step instead is opt-in.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from agentstate_reducer import PruneHookError, SummaryError
 from agentstate_reducer.langgraph import ReducingCheckpointSaver
+from agentstate_reducer.messages import is_summary
 from tests.langgraph_saver._graphs import (
     MAX,
     Memory,
@@ -76,13 +78,78 @@ def _created(inner: BaseCheckpointSaver[Any], cfg: dict[str, Any]) -> set[str]:
     return ids
 
 
-def test_a_failing_hook_stops_the_step_and_loses_nothing(
-    sync_inner: BaseCheckpointSaver[Any],
+DURABILITIES = ["sync", "async", "exit"]
+
+
+@pytest.mark.parametrize("durability", DURABILITIES)
+def test_a_memory_outage_never_costs_the_users_turn(
+    sync_inner: BaseCheckpointSaver[Any], durability: str
 ) -> None:
-    """When the hook fails, invoke raises, the checkpoint that would prune is not written
-    (the messages are still stored), and resuming delivers them, once."""
+    """The store goes down for four turns and comes back: every invoke succeeds and stores
+    the user's new message, the stored list grows past the bound meanwhile, and once the
+    store is back every message reaches it exactly once and the list is bounded again."""
     memory = Memory()
     graph = agent_graph(ReducingCheckpointSaver(sync_inner, reducer(memory)))
+    cfg = config("outage")
+    for n in range(3):
+        graph.invoke(turn(n), cfg, durability=durability)
+    memory.failing = True
+    for n in range(3, 7):
+        graph.invoke(turn(n), cfg, durability=durability)
+        stored = graph.get_state(cfg).values["messages"]
+        assert f"h{n}" in {m.id for m in stored}, "the user's message was not stored"
+    assert memory.failures >= 1 and not memory.batches
+    assert len(graph.get_state(cfg).values["messages"]) == 7 * 4, "stored unpruned meanwhile"
+    memory.failing = False
+    for n in range(7, 12):
+        graph.invoke(turn(n), cfg, durability=durability)
+    newest = graph.get_state(cfg).values["messages"]
+    assert len(newest) <= MAX
+    assert len(memory.ids) + len(newest) == 12 * 4
+    assert_each_once(memory, set(memory.ids) | {m.id for m in newest}, newest)
+
+
+@pytest.mark.parametrize("durability", DURABILITIES)
+async def test_a_memory_outage_never_costs_the_users_turn_async(
+    async_inner: BaseCheckpointSaver[Any], durability: str
+) -> None:
+    """Async twin, with a coroutine hook: awaited by aput, never blocking the loop."""
+    memory = Memory()
+
+    async def remember(messages: list[Any], namespace: Any) -> None:
+        await asyncio.sleep(0)
+        memory(messages, namespace)
+
+    graph = agent_graph(
+        ReducingCheckpointSaver(async_inner, reducer(on_prune=[remember])), is_async=True
+    )
+    cfg = config("outage")
+    for n in range(3):
+        await graph.ainvoke(turn(n), cfg, durability=durability)
+    memory.failing = True
+    for n in range(3, 7):
+        await graph.ainvoke(turn(n), cfg, durability=durability)
+    assert memory.failures >= 1
+    assert len((await graph.aget_state(cfg)).values["messages"]) == 7 * 4
+    memory.failing = False
+    for n in range(7, 12):
+        await graph.ainvoke(turn(n), cfg, durability=durability)
+    newest = (await graph.aget_state(cfg)).values["messages"]
+    assert len(newest) <= MAX
+    assert len(memory.ids) + len(newest) == 12 * 4
+    assert_each_once(memory, set(memory.ids) | {m.id for m in newest}, newest)
+
+
+def test_on_prune_error_raise_fails_the_step_and_loses_nothing(
+    sync_inner: BaseCheckpointSaver[Any],
+) -> None:
+    """Opt-in: with ``on_prune_error="raise"`` a failing hook fails invoke, the checkpoint
+    that would prune is not written (the messages are still stored), and resuming
+    delivers them, once."""
+    memory = Memory()
+    graph = agent_graph(
+        ReducingCheckpointSaver(sync_inner, reducer(memory), on_prune_error="raise")
+    )
     cfg = config("flaky")
     for n in range(3):
         graph.invoke(turn(n), cfg)
@@ -106,12 +173,15 @@ def test_a_failing_hook_stops_the_step_and_loses_nothing(
     assert_each_once(memory, set(memory.ids) | {m.id for m in newest}, newest)
 
 
-async def test_a_failing_hook_stops_the_step_and_loses_nothing_async(
+async def test_on_prune_error_raise_fails_the_step_and_loses_nothing_async(
     async_inner: BaseCheckpointSaver[Any],
 ) -> None:
     """Async twin: aput raises, nothing is lost, resuming delivers once."""
     memory = Memory()
-    graph = agent_graph(ReducingCheckpointSaver(async_inner, reducer(memory)), is_async=True)
+    graph = agent_graph(
+        ReducingCheckpointSaver(async_inner, reducer(memory), on_prune_error="raise"),
+        is_async=True,
+    )
     cfg = config("flaky")
     for n in range(3):
         await graph.ainvoke(turn(n), cfg)
@@ -131,43 +201,53 @@ async def test_a_failing_hook_stops_the_step_and_loses_nothing_async(
     assert_each_once(memory, set(memory.ids) | {m.id for m in newest}, newest)
 
 
-def test_keep_mode_stores_everything_until_the_hook_recovers(
-    sync_inner: BaseCheckpointSaver[Any],
-) -> None:
-    """With ``on_prune_error="keep"`` a failing hook keeps the whole list (stored over the
-    bound for a while), and the first reduce after recovery hands it all over once."""
-    memory = Memory()
-    graph = agent_graph(ReducingCheckpointSaver(sync_inner, reducer(memory, on_prune_error="keep")))
-    cfg = config("keep")
-    memory.failing = True
-    for n in range(6):
-        graph.invoke(turn(n), cfg)
-    newest = sync_inner.get_tuple(cfg)
-    assert newest is not None
-    assert len(newest.checkpoint["channel_values"]["messages"]) == 24
-    memory.failing = False
-    for n in range(6, 10):
-        graph.invoke(turn(n), cfg)
-    final = graph.get_state(cfg).values["messages"]
-    assert len(final) <= MAX
-    assert len(memory.ids) + len(final) == 40
-    assert_each_once(memory, set(memory.ids) | {m.id for m in final}, final)
-
-
-def test_a_failing_summary_stops_the_step(sync_inner: BaseCheckpointSaver[Any]) -> None:
-    """summarize_fn raising fails the step with SummaryError; nothing pruned is lost."""
-    calls: list[int] = []
-    broken = {"on": False}
-
-    def summarize(pruned: list[Any]) -> str:
+def _summarizer(calls: list[int], broken: dict[str, bool]) -> Any:
+    def summarize(messages: list[Any]) -> str:
         if broken["on"]:
             raise RuntimeError("model overloaded")
-        calls.append(len(pruned))
-        return f"{len(pruned)} earlier messages about sums"
+        calls.append(sum(not is_summary(m) for m in messages))
+        return f"{len(messages)} earlier messages about sums"
 
+    return summarize
+
+
+def test_a_failing_summary_keeps_the_turn_and_summarises_once_back(
+    sync_inner: BaseCheckpointSaver[Any],
+) -> None:
+    """summarize_fn raising (an LLM outage) stores the turn unpruned; once it works, each
+    prune calls it once, for exactly the messages that went to memory."""
+    calls: list[int] = []
+    broken = {"on": False}
     memory = Memory()
-    r = reducer(memory, summarize_fn=summarize, inject_summary=True)
+    r = reducer(memory, summarize_fn=_summarizer(calls, broken), inject_summary=True)
     graph = agent_graph(ReducingCheckpointSaver(sync_inner, r))
+    cfg = config("summary")
+    for n in range(3):
+        graph.invoke(turn(n), cfg)
+    broken["on"] = True
+    graph.invoke(turn(3), cfg)
+    assert "h3" in {m.id for m in graph.get_state(cfg).values["messages"]}
+    assert not memory.batches
+    broken["on"] = False
+    for n in range(4, 20):
+        graph.invoke(turn(n), cfg)
+    stored = stored_lists(sync_inner.list(cfg))
+    assert_bounded(stored[:1])
+    # One summary per prune event, not one per checkpoint written.
+    assert len(calls) == len(memory.batches)
+    assert sum(calls) == len(memory.ids)
+    assert sum(is_summary(m) for m in stored[0]) == 1
+    assert any("earlier messages about sums" in str(m.content) for m in stored[0])
+
+
+def test_a_failing_summary_fails_the_step_when_asked(sync_inner: BaseCheckpointSaver[Any]) -> None:
+    """With ``on_prune_error="raise"``, summarize_fn raising fails the step with
+    SummaryError; nothing pruned is lost, and the retried step goes on."""
+    calls: list[int] = []
+    broken = {"on": False}
+    memory = Memory()
+    r = reducer(memory, summarize_fn=_summarizer(calls, broken), inject_summary=True)
+    graph = agent_graph(ReducingCheckpointSaver(sync_inner, r, on_prune_error="raise"))
     cfg = config("summary")
     for n in range(3):
         graph.invoke(turn(n), cfg)
@@ -179,12 +259,8 @@ def test_a_failing_summary_stops_the_step(sync_inner: BaseCheckpointSaver[Any]) 
     graph.invoke(None, cfg)
     for n in range(4, 20):
         graph.invoke(turn(n), cfg)
-    stored = stored_lists(sync_inner.list(cfg))
-    assert_bounded(stored)
-    # One summary per prune event, not one per checkpoint written.
     assert len(calls) == len(memory.batches)
     assert sum(calls) == len(memory.ids)
-    assert any("earlier messages about sums" in str(m.content) for m in stored[0])
 
 
 async def test_a_slow_hook_does_not_stall_the_event_loop() -> None:

@@ -1,0 +1,119 @@
+"""Calling user code (summarizers, hooks) from sync and async reduces.
+
+A reduce is written once as a generator that yields :class:`Call` effects and receives an
+:class:`Outcome` for each; :func:`drive` runs it synchronously and :func:`adrive` on an
+event loop. So the same reduce serves ``reduce`` and ``areduce``, and only these two
+drivers know how user code is called:
+
+* a plain function is called directly by :func:`drive`, and in a worker thread by
+  :func:`adrive` (``asyncio.to_thread``: it may block on I/O);
+* a coroutine function is awaited by :func:`adrive`; :func:`drive` runs it to completion on
+  a private event loop in a worker thread (so it works inside and outside a running loop);
+* an object with both forms (a callable with an ``acall`` coroutine method, such as the LLM
+  summarizer) is called by :func:`drive` and its ``acall`` awaited by :func:`adrive`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Coroutine, Generator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Call:
+    """Call ``fn(*args)``; the reduce receives its :class:`Outcome`."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a call returned, or the exception it raised."""
+
+    value: Any = None
+    error: Exception | None = None
+
+
+Effects = Generator[Call, Outcome, _T]
+"""A reduce (or part of one) written once for both drivers."""
+
+
+def is_async_only(fn: Any) -> bool:
+    """Whether ``fn`` can only be awaited (a coroutine function, or an object whose
+    ``__call__`` is one)."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - the method, not callability
+    )
+
+
+def _async_form(fn: Any) -> Callable[..., Coroutine[Any, Any, Any]] | None:
+    form: Callable[..., Coroutine[Any, Any, Any]] | None = None
+    if is_async_only(fn):
+        form = fn
+    elif inspect.iscoroutinefunction(acall := getattr(fn, "acall", None)):
+        form = acall
+    return form
+
+
+def _run_coroutine(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coroutine`` to completion on a private event loop in a worker thread."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentstate-async") as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def call_sync(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call ``fn`` from sync code, running it to completion if it is async."""
+    if is_async_only(fn):
+        return _run_coroutine(fn(*args))
+    value = fn(*args)
+    if inspect.iscoroutine(value):
+        return _run_coroutine(value)
+    return value
+
+
+async def call_async(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call ``fn`` from async code without blocking the event loop."""
+    form = _async_form(fn)
+    if form is not None:
+        return await form(*args)
+    value = await asyncio.to_thread(fn, *args)
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def drive(effects: Effects[_T]) -> _T:
+    """Run a reduce synchronously."""
+    try:
+        call = next(effects)
+        while True:
+            try:
+                outcome = Outcome(value=call_sync(call.fn, *call.args))
+            except Exception as exc:
+                outcome = Outcome(error=exc)
+            call = effects.send(outcome)
+    except StopIteration as stop:
+        result: _T = stop.value
+        return result
+
+
+async def adrive(effects: Effects[_T]) -> _T:
+    """Run a reduce on the running event loop, awaiting (or off-loading) each call."""
+    try:
+        call = next(effects)
+        while True:
+            try:
+                outcome = Outcome(value=await call_async(call.fn, *call.args))
+            except Exception as exc:
+                outcome = Outcome(error=exc)
+            call = effects.send(outcome)
+    except StopIteration as stop:
+        result: _T = stop.value
+        return result

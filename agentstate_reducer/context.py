@@ -1,0 +1,213 @@
+"""One reduce in progress: the :class:`~agentstate_reducer.policy.StepContext` the steps
+work on, and the running summary.
+
+:class:`ReduceContext` holds the list being changed, its plan state and what the steps
+did. It remembers the original of every message a step rewrites (so the text that leaves
+the list reaches the hooks as it was) and turns a summarising prune into a
+:class:`SummaryRequest`: the summary blocks it folds and the messages it pruned. The
+reducer settles each request (one ``summarize_fn`` call, or a summary remembered for the
+same messages) and the context injects the block where the pruned block was. When the new
+block leaves the list over its limit, more is pruned and folded into a further request
+(a few rounds at most).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ._calls import Effects
+from .planner import PlanState
+from .policy import ReductionStep, StepReport
+from .result import ReducerResult
+
+if TYPE_CHECKING:
+    from .reducer import MessageReducer
+
+#: How many times one reduce prunes further to make room for a summary block that came
+#: out larger than the room planned for it.
+_SUMMARY_ROUNDS = 3
+
+
+@dataclass
+class SummaryRequest:
+    """What one summarising prune asks ``summarize_fn`` to summarise.
+
+    Attributes:
+        position: Where the block goes in the list (where the pruned block was).
+        folded: The summary messages it replaces, oldest first.
+        pruned: The pruned messages, as they were given, oldest first.
+    """
+
+    position: int
+    folded: list[Any]
+    pruned: list[Any]
+
+    @property
+    def messages(self) -> list[Any]:
+        """What ``summarize_fn`` receives: the folded summary first, then the pruned."""
+        return [*self.folded, *self.pruned]
+
+
+@dataclass
+class ReduceContext:
+    """The list a reduce is changing (see the module docstring).
+
+    Implements :class:`~agentstate_reducer.policy.StepContext`.
+    """
+
+    reducer: MessageReducer
+    original: list[Any]
+    state: PlanState
+    namespace: Any
+    messages: list[Any] = field(init=False)
+    target: int = field(init=False)
+    pruned: list[Any] = field(default_factory=list, init=False)
+    summary: str | None = field(default=None, init=False)
+    summary_messages: list[Any] = field(default_factory=list, init=False)
+    folded_summaries: list[Any] = field(default_factory=list, init=False)
+    reports: list[StepReport] = field(default_factory=list, init=False)
+    tokens_before: int = field(init=False)
+    _requests: list[SummaryRequest] = field(default_factory=list, init=False)
+    _originals: dict[int, Any] = field(default_factory=dict, init=False)
+    _rewrites: list[Any] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self.messages = list(self.original)
+        limits = self.reducer.limits
+        target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
+        self.target = target or 0
+        self.tokens_before = self.state.total
+
+    # -- StepContext ---------------------------------------------------------------------
+
+    def count(self, message: Any) -> int:
+        """Tokens of one message (0 in count mode)."""
+        return self.reducer._count_one(message)
+
+    def replace(self, position: int, message: Any) -> None:
+        """Put a rewritten message (same role and tool links) at ``position``."""
+        from .messages import view_of
+
+        current = self.messages[position]
+        self._originals[id(message)] = self._original_of(current)
+        self._rewrites.append(message)  # held, so its id stays unique
+        view = view_of(message, f"messages[{position}]")
+        self.state.replace(position, view, self.count(message))
+        self.messages[position] = message
+
+    def drop(self, *, summarize: bool) -> list[Any]:
+        """Prune towards the target; with ``summarize``, ask for a summary of what goes
+        (folding the summary block already in the list when the summary is injected)."""
+        inject = summarize and self.reducer.config.inject_summary
+        state = self.state
+        reserve = self.reducer._summary_reserve(self) if inject else 0
+        end = state.end_for_target(reserve, fold=inject)
+        if end is None:
+            return []
+        pruned_at = state.pruned_positions(end)
+        if not pruned_at:
+            return []
+        folded_at = state.summary_positions(end) if inject else []
+        messages = self.messages
+        gone = set(pruned_at).union(folded_at)
+        start = state.start
+        head = messages[:start] + [messages[p] for p in range(start, end) if p not in gone]
+        pruned = [self._original_of(messages[p]) for p in pruned_at]
+        folded = [messages[p] for p in folded_at]
+        self.messages = head + messages[end:]
+        self.pruned.extend(pruned)
+        if summarize:
+            self._requests.append(SummaryRequest(len(head), folded, pruned))
+        if folded:
+            self._rebuild()
+        else:
+            state.prune(end)
+        return pruned
+
+    # -- running the policy ----------------------------------------------------------------
+
+    def run(self, steps: Sequence[ReductionStep]) -> Effects[None]:
+        """Run ``steps`` in order until the list fits, settling each summary request."""
+        for step in steps:
+            if self.state.fits():
+                break
+            tokens, length = self.state.total, len(self.messages)
+            touched = step.apply(self)
+            yield from self._settle_summaries()
+            self.reports.append(
+                StepReport(
+                    step=step.id,
+                    touched=touched,
+                    tokens_before=tokens,
+                    tokens_after=self.state.total,
+                    messages_before=length,
+                    messages_after=len(self.messages),
+                )
+            )
+
+    def _settle_summaries(self) -> Effects[None]:
+        rounds = 0
+        while self._requests:
+            request = self._requests.pop(0)
+            text = yield from self.reducer._summary_for(request, self.namespace)
+            self._inject(request, text)
+            rounds += 1
+            if (
+                rounds < _SUMMARY_ROUNDS
+                and self.reducer.config.inject_summary
+                and self.state.over_limit()
+            ):
+                self.drop(summarize=True)  # the block took more room than planned
+
+    def _inject(self, request: SummaryRequest, text: str | None) -> None:
+        if text is not None:
+            self.summary = text
+        if not self.reducer.config.inject_summary:
+            return
+        mine = {id(m) for m in self.summary_messages}
+        self.folded_summaries.extend(m for m in request.folded if id(m) not in mine)
+        if text is None:
+            block = request.folded  # nothing new to say: the old summary stays
+        else:
+            block = self.reducer._summary_block(text, request, self.messages)
+            self.summary_messages = block
+        at = request.position
+        self.messages = self.messages[:at] + block + self.messages[at:]
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        """Plan afresh: a block inserted mid-list has no place in the incremental state."""
+        state = PlanState(self.reducer.limits)
+        views, tokens = self.reducer._read(self.messages, lambda i: f"messages[{i}]")
+        state.extend(views, tokens)
+        self.state = state
+
+    def _original_of(self, message: Any) -> Any:
+        return self._originals.get(id(message), message)
+
+    # -- what came of it -----------------------------------------------------------------
+
+    def rewritten(self) -> list[Any]:
+        """The originals of the messages rewritten and still in the list."""
+        return [self._originals[id(m)] for m in self.messages if id(m) in self._originals]
+
+    def handoff(self, is_rewrite: Callable[[Any], bool]) -> list[Any]:
+        """What leaves the list, as it was: the pruned messages and the originals of the
+        rewritten ones, without messages a step rewrote in an earlier reduce (their
+        originals reached the hooks then)."""
+        return [m for m in (*self.pruned, *self.rewritten()) if not is_rewrite(m)]
+
+    def result(self) -> ReducerResult:
+        return ReducerResult(
+            surviving=self.messages,
+            pruned=self.pruned,
+            summary=self.summary,
+            summary_messages=self.summary_messages,
+            folded_summaries=self.folded_summaries,
+            rewritten=self.rewritten(),
+            steps=self.reports,
+            tokens_before=self.tokens_before,
+            tokens_after=self.state.total,
+        )
