@@ -8,21 +8,32 @@ the reducer, inside the channel.
 from __future__ import annotations
 
 import threading
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from langchain_core.messages import BaseMessage, RemoveMessage
+from langchain_core.messages import RemoveMessage
+from langgraph.channels.binop import BinaryOperatorAggregate
+from langgraph.errors import InvalidUpdateError
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+from typing_extensions import override
 
 from .._checks import check_choice
-from ..messages import id_of
+from ..messages import fingerprint, id_of
+from ..summary import SUMMARY_ID_PREFIX, with_id
+
+try:  # LangGraph's Overwrite (newer releases); without it there is nothing to recognise
+    from langgraph.types import Overwrite
+except ImportError:  # pragma: no cover - depends on the installed langgraph
+    Overwrite = None  # type: ignore[assignment,misc]
+
+#: The key of LangGraph's dict form of ``Overwrite``.
+_OVERWRITE_KEY = "__overwrite__"
 
 if TYPE_CHECKING:
     from ..reducer import MessageReducer
     from ..result import ReducerResult
 
-__all__ = ["ChannelReducer", "MergeMode", "langgraph_reducer"]
+__all__ = ["BoundedMessagesChannel", "ChannelReducer", "MergeMode", "langgraph_reducer"]
 
 MergeMode = Literal["add_messages", "append"]
 """How :func:`langgraph_reducer` merges an update before bounding the list."""
@@ -49,14 +60,15 @@ def langgraph_reducer(
     *,
     merge: MergeMode = "add_messages",
     format: Literal["langchain-openai"] | None = None,
-) -> ChannelReducer:
+) -> BoundedMessagesChannel:
     """A LangGraph channel reducer that merges like ``add_messages``, then bounds the list.
 
-    Use it as ``messages: Annotated[list, reducer.as_langgraph_reducer()]``. On every
-    update LangGraph calls it with the current list and the update; it merges them, hands
-    the merged list to ``reducer.reduce`` and stores what survives. Summary messages the
-    reducer injects carry an id (one is added to dicts and LangChain messages that lack
-    it), so a later ``RemoveMessage`` can target them.
+    Use it as ``messages: Annotated[list, reducer.as_langgraph_reducer()]``. In each
+    super-step every write is merged into the current list, in LangGraph's order, then the
+    merged list goes to ``reducer.reduce`` once and what survives is stored. Summary
+    messages the reducer injects carry a deterministic id (one is added to dicts and
+    LangChain messages that lack it), so replays see the same ids and a later
+    ``RemoveMessage`` can target them.
     Calling it twice with the same reducer and options returns the same function, as
     LangGraph requires when a key appears in several schemas (a reducer object without
     instance attributes gets a new function each time).
@@ -80,9 +92,9 @@ def langgraph_reducer(
     ``on_prune`` hooks receive ``namespace=None``. Use :func:`create_reduction_node` or
     the checkpoint saver when hooks need a per-thread namespace. LangGraph may apply the
     same write more than once (``get_state`` on a thread with pending writes, resuming
-    after an interrupt): hooks are deduplicated by message id, and the reducer reuses the
-    summary it made for the same pruned messages (when they have ids) instead of calling
-    ``summarize_fn`` again.
+    after an interrupt): hooks are deduplicated by message id and content, and the reducer
+    reuses the summary it made for the same messages instead of calling ``summarize_fn``
+    again.
     An update wrapped in LangGraph's ``Overwrite`` bypasses channel reducers, so it is
     stored unbounded.
 
@@ -92,7 +104,9 @@ def langgraph_reducer(
         format: ``add_messages``' output format (``"langchain-openai"`` or None).
 
     Returns:
-        A function ``(existing, new) -> list``.
+        A :class:`BoundedMessagesChannel`: LangGraph uses it as the channel (all writes of
+        a super-step merged, then bounded once); called as ``(existing, new) -> list`` it
+        is the channel reducer.
 
     Raises:
         TypeError: ``merge`` or ``format`` is not a string (``format`` may be None).
@@ -112,35 +126,99 @@ def langgraph_reducer(
     key = (merge, format)
     with _cache_lock:
         try:
-            cache: dict[tuple[str, str | None], ChannelReducer] = vars(reducer).setdefault(
+            cache: dict[tuple[str, str | None], BoundedMessagesChannel] = vars(reducer).setdefault(
                 _CACHE_ATTRIBUTE, {}
             )
         except TypeError:  # a reducer without instance attributes: no reuse
-            return _make_channel_reducer(reducer, merge, format)
+            return _make_channel(reducer, merge, format)
         function = cache.get(key)
         if function is None:
-            function = _make_channel_reducer(reducer, merge, format)
+            function = _make_channel(reducer, merge, format)
             cache[key] = function
     return function
 
 
-def _make_channel_reducer(
+def _make_channel(
     reducer: MessageReducer, merge: str, format: Literal["langchain-openai"] | None
-) -> ChannelReducer:
-    if merge == "add_messages":
+) -> BoundedMessagesChannel:
+    return BoundedMessagesChannel(list, _BoundedMerge(reducer, merge, format))
 
-        def merge_add_messages(existing: Any, new: Any) -> list[Any]:
-            merged = _add_messages(existing, new, format=format)
-            result = reducer.reduce(merged)
-            return _surviving_with_ids(result, coerce=True, format=format)
 
-        return merge_add_messages
+class _BoundedMerge:
+    """The two halves of the channel reducer: merge one update, bound a merged list."""
 
-    def merge_append(existing: Any, new: Any) -> list[Any]:
-        result = reducer.reduce(_append(existing, new))
-        return _surviving_with_ids(result, coerce=False, format=None)
+    def __init__(
+        self, reducer: MessageReducer, merge: str, format: Literal["langchain-openai"] | None
+    ) -> None:
+        self.reducer = reducer
+        self.mode = merge
+        self.format = format
+        # LangGraph compares channel operators by name (and lambdas as equal).
+        self.__name__ = f"bounded_{merge}"
 
-    return merge_append
+    def merge(self, existing: Any, update: Any) -> list[Any]:
+        if self.mode == "add_messages":
+            return _add_messages(existing, update, format=self.format)
+        return _append(existing, update)
+
+    def bound(self, merged: list[Any]) -> list[Any]:
+        result = self.reducer.reduce(merged)
+        return _surviving_with_ids(result, coerce=self.mode == "add_messages", format=self.format)
+
+    def __call__(self, existing: Any, update: Any) -> list[Any]:
+        return self.bound(self.merge(existing, update))
+
+
+class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
+    """The channel ``as_langgraph_reducer()`` returns (also callable as the reducer).
+
+    LangGraph applies a channel's reducer once per write; this channel merges all the
+    writes of a super-step first, in LangGraph's order, exactly as ``add_messages`` would
+    see them, and bounds the merged list once. So parallel nodes that append, edit an old
+    message by id, or remove one with ``RemoveMessage`` in the same step behave as with
+    plain ``add_messages``; only the bound comes after. An ``Overwrite`` write is stored as
+    given (LangGraph's rule: it bypasses the reducer).
+
+    Called directly, ``channel(existing, update)`` merges one update and bounds the result.
+    """
+
+    operator: _BoundedMerge
+
+    def __call__(self, existing: Any, update: Any) -> list[Any]:
+        return self.operator(existing, update)
+
+    @override
+    def update(self, values: Sequence[list[Any]]) -> bool:
+        if not values:
+            return False
+        merged: Any = self.value if isinstance(self.value, list) else []
+        overwritten = False
+        for value in values:
+            is_overwrite, replacement = _overwrite_of(value)
+            if is_overwrite:
+                if overwritten:
+                    raise InvalidUpdateError(
+                        "Can receive only one Overwrite value per super-step "
+                        f"(channel {self.key!r})"
+                    )
+                merged, overwritten = replacement, True
+            elif not overwritten:
+                merged = self.operator.merge(merged, value)
+        self.value = merged if overwritten else self.operator.bound(merged)
+        return True
+
+
+def _overwrite_of(value: Any) -> tuple[bool, Any]:
+    """LangGraph's ``Overwrite`` in its three forms: the dataclass, the sentinel-keyed
+    dict, and the dict a JSON round trip makes of the dataclass."""
+    if Overwrite is not None and isinstance(value, Overwrite):
+        return True, value.value
+    if isinstance(value, dict):
+        if len(value) == 1 and _OVERWRITE_KEY in value:
+            return True, value[_OVERWRITE_KEY]
+        if value.get("type") == _OVERWRITE_KEY and "value" in value:
+            return True, value["value"]
+    return False, None
 
 
 def _surviving_with_ids(
@@ -155,23 +233,10 @@ def _surviving_with_ids(
     injected = result.summary_messages
     if not injected:
         return result.surviving
-    if coerce:
-        replacements = _add_messages([], list(injected), format=format)
-    else:
-        replacements = [_with_id(message) for message in injected]
+    with_ids = [with_id(m, SUMMARY_ID_PREFIX + fingerprint(m)) for m in injected]
+    replacements = _add_messages([], with_ids, format=format) if coerce else with_ids
     by_identity = {id(old): new for old, new in zip(injected, replacements, strict=True)}
     return [by_identity.get(id(message), message) for message in result.surviving]
-
-
-def _with_id(message: Any) -> Any:
-    if id_of(message) is not None:
-        return message
-    new_id = str(uuid.uuid4())
-    if isinstance(message, Mapping):
-        return {**message, "id": new_id}
-    if isinstance(message, BaseMessage):
-        return message.model_copy(update={"id": new_id})
-    return message
 
 
 def _is_remove(message: Any) -> bool:
