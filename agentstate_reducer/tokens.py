@@ -259,9 +259,9 @@ def resolve_token_counter(counter: Any) -> Callable[[Any], int]:
 class TokenCounter:
     """A counter with a bounded per-message cache; safe to share between threads.
 
-    A message is cached under its id, role, tool-call ids and text content, so an edited
-    message (same id, new content) is counted again. Messages without an id or with
-    non-text content are counted every time.
+    A message is cached under its id, role, text content and tool calls (ids, names and
+    arguments), so an edited message (same id, new content or new tool-call arguments) is
+    counted again. Messages without an id or with non-text content are counted every time.
     """
 
     def __init__(self, counter: Any = None) -> None:
@@ -288,7 +288,12 @@ class TokenCounter:
         if view.id is not None:
             content = content_of(message)
             if type(content) is str:
-                key = (view.id, view.role, content, view.call_ids)
+                calls = (
+                    tuple(tool_call_parts(call) for call in tool_calls_of(message))
+                    if view.call_ids
+                    else ()
+                )
+                key = (view.id, view.role, content, view.call_ids, calls)
                 cached = self._cache.get(key)
                 if cached is not None:
                     return cached

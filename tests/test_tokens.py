@@ -177,3 +177,16 @@ def test_approximate_matches_langchain_exactly(messages: list[Any]) -> None:
 
     count = TokenCounter("approximate")
     assert sum(count(m) for m in messages) == count_tokens_approximately(messages)
+
+
+def test_a_message_replaced_with_new_tool_call_arguments_is_counted_again() -> None:
+    """The cache sees a message replaced by id whose tool call now carries 6,000 characters
+    of arguments: it is counted anew, not served the 12-token count of the old one."""
+    from langchain_core.messages import AIMessage
+
+    counter = TokenCounter()
+    small = AIMessage("", id="a1", tool_calls=[{"id": "c1", "name": "f", "args": {}}])
+    big = AIMessage("", id="a1", tool_calls=[{"id": "c1", "name": "f", "args": {"x": "y" * 6000}}])
+    assert counter(small) < 20
+    assert counter(big) > 1000
+    assert counter(small) < 20

@@ -4,18 +4,21 @@
 * :func:`make_pre_model_hook` builds a ``pre_model_hook`` for
   ``langgraph.prebuilt.create_react_agent``.
 
-Both work in one of two modes:
+Both work in one of two modes, and both default to ``"persistent"``:
 
-* ``"persistent"``: the reducer prunes the agent's state before each model call (with
-  ``RemoveMessage`` updates, plus any injected summary), so the checkpointed history stays
-  bounded; the summary and ``on_prune`` hooks run as they would in ``reduce``.
-* ``"view"``: the state keeps every message; only the list handed to the model is bounded,
-  using :meth:`MessageReducer.plan`. Nothing has left the conversation, so the summary
-  and the ``on_prune`` hooks never run in this mode.
+* ``"persistent"`` (default): the reducer prunes the agent's state before each model call
+  (with ``RemoveMessage`` updates, plus any injected summary), so the checkpointed history
+  stays bounded, and what leaves the list reaches the summary and the ``on_prune`` hooks
+  (long-term memory). This is the default because it is what the library is for: bounded
+  storage and a hand-off that actually happens.
+* ``"view"``: the state keeps every message (its storage keeps growing); only the list
+  handed to the model is bounded, using :meth:`MessageReducer.plan`. Nothing has left the
+  conversation, so the summary and the ``on_prune`` hooks never run in this mode.
 
-Both modes bound the conversation list only. ``create_agent``'s ``system_prompt`` is kept
-outside that list, so it is neither counted nor pruned; pass ``preserve_first=False`` in
-the reducer's config if the first user message need not be pinned.
+Both bound the conversation list only. ``create_agent``'s ``system_prompt`` (and
+``create_react_agent``'s ``prompt``) is kept outside that list, so index 0 is the first
+user question: both helpers therefore run the reducer with ``preserve_first="system"``
+(keep index 0 only if it is a system message) unless told otherwise.
 """
 
 from __future__ import annotations
@@ -32,16 +35,17 @@ from langchain.agents.middleware.types import (
 )
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langchain_core.runnables.config import run_in_executor
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from typing_extensions import override
 
 from .._checks import check_choice, check_name
-from .nodes import read_messages, reduction_update
+from .nodes import areduction_update, read_messages, reduction_update
+from .reduction import warn_if_summary_is_dropped
 
 if TYPE_CHECKING:
     from ..reducer import MessageReducer
+    from ..result import ReducerResult
 
 __all__ = ["AgentMode", "ReducerMiddleware", "make_pre_model_hook"]
 
@@ -53,9 +57,20 @@ _MODES: tuple[str, ...] = ("persistent", "view")
 ModelCallResult = ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]
 
 
+PreserveFirst = bool | Literal["system"] | None
+"""The ``preserve_first`` an agent helper runs the reducer with; None keeps the reducer's."""
+
+
 def _check_mode(mode: str) -> None:
     # 'persistent' prunes the state; 'view' bounds only the model's input.
     check_choice("mode", mode, _MODES)
+
+
+def _for_agent(reducer: MessageReducer, preserve_first: PreserveFirst) -> MessageReducer:
+    """``reducer`` with the agent's ``preserve_first`` (sharing its memories)."""
+    if preserve_first is None or preserve_first == reducer.config.preserve_first:
+        return reducer
+    return reducer.with_config(preserve_first=preserve_first)
 
 
 def _bounded_view(reducer: MessageReducer, messages: list[Any]) -> list[Any]:
@@ -65,38 +80,50 @@ def _bounded_view(reducer: MessageReducer, messages: list[Any]) -> list[Any]:
 
 
 class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
-    """``create_agent`` middleware that keeps what the model sees bounded by a reducer.
+    """``create_agent`` middleware that keeps the agent's history bounded by a reducer.
 
-    In ``"persistent"`` mode ``before_model`` reduces ``state["messages"]`` and returns the
-    ``RemoveMessage`` updates (and any injected summary) that store the surviving list, so
-    the checkpointed state shrinks; the ``on_prune`` hooks get the namespace of
-    :func:`~agentstate_reducer.langgraph.state.memory_namespace`. In ``"view"`` mode
+    In ``"persistent"`` mode (default) ``before_model`` reduces ``state["messages"]`` and
+    returns the ``RemoveMessage`` updates (and any injected summary) that store the
+    surviving list, so the checkpointed state shrinks; the ``on_prune`` hooks get the
+    namespace of :func:`~agentstate_reducer.langgraph.memory_namespace`. In ``"view"`` mode
     ``wrap_model_call`` hands the model the list :meth:`MessageReducer.plan` keeps and
     leaves the state alone (no summary is made and no hook runs). Either way, with the
     reducer's default ``cascade_tool_messages=True``, tool calls and their results are
     kept or dropped together.
 
     Example:
-        ``create_agent(model, tools, middleware=[ReducerMiddleware(reducer, mode="view")])``
+        ``create_agent(model, tools, system_prompt=..., middleware=[ReducerMiddleware(r)])``
 
     Args:
         reducer: The reducer that bounds the messages.
         mode: ``"persistent"`` (default) or ``"view"``.
+        preserve_first: The ``preserve_first`` the reducer runs with here: ``"system"``
+            (default), since ``create_agent`` keeps its system prompt outside the state and
+            index 0 is the first question; None keeps the reducer's own setting. The
+            reducer's memories (hand-off, summaries) are shared either way.
         name: The middleware's name in the agent graph (``create_agent`` requires unique
             names); defaults to ``"ReducerMiddleware"``.
 
     Raises:
+        TypeError: ``mode`` is not a string, or ``preserve_first`` has the wrong type.
         ValueError: ``mode`` is not ``"persistent"`` or ``"view"``.
     """
 
     def __init__(
-        self, reducer: MessageReducer, *, mode: AgentMode = "persistent", name: str | None = None
+        self,
+        reducer: MessageReducer,
+        *,
+        mode: AgentMode = "persistent",
+        preserve_first: PreserveFirst = "system",
+        name: str | None = None,
     ) -> None:
         _check_mode(mode)
         super().__init__()
-        self.reducer = reducer
+        self.reducer = _for_agent(reducer, preserve_first)
         self.mode: AgentMode = mode
         self._name = name or type(self).__name__
+        if mode == "persistent":
+            warn_if_summary_is_dropped(reducer, "the agent middleware")
 
     @property
     @override
@@ -113,13 +140,15 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """
         if self.mode != "persistent":
             return None
-        return self._prune(state, get_config())
+        messages = read_messages(state, "messages")
+        _, update = reduction_update(self.reducer, messages, get_config())
+        return {"messages": update} if update else None
 
     @override
     async def abefore_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """Async :meth:`before_model`; the reduction runs in the run's executor.
+        """Async :meth:`before_model` (``areduce``: never blocks the event loop).
 
         Raises:
             SummaryError: ``summarize_fn`` failed; nothing was pruned.
@@ -127,11 +156,8 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """
         if self.mode != "persistent":
             return None
-        config = get_config()
-        return await run_in_executor(config, self._prune, state, config)
-
-    def _prune(self, state: AgentState[Any], config: RunnableConfig) -> dict[str, Any] | None:
-        _, update = reduction_update(self.reducer, read_messages(state, "messages"), config)
+        messages = read_messages(state, "messages")
+        _, update = await areduction_update(self.reducer, messages, get_config())
         return {"messages": update} if update else None
 
     @override
@@ -162,24 +188,31 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
 
 def make_pre_model_hook(
-    reducer: MessageReducer, *, mode: AgentMode = "view", messages_key: str = "messages"
+    reducer: MessageReducer,
+    *,
+    mode: AgentMode = "persistent",
+    messages_key: str = "messages",
+    preserve_first: PreserveFirst = "system",
 ) -> RunnableLambda[Any, dict[str, list[Any]]]:
     """A ``pre_model_hook`` for ``langgraph.prebuilt.create_react_agent``.
 
-    The hook always returns ``llm_input_messages``: the bounded list the model is called
-    with, never empty (``create_react_agent`` would silently fall back to the whole
-    history on an empty one). In ``"view"`` mode (default) that is all; the state keeps
-    every message and neither the summary nor the hooks run. In ``"persistent"`` mode the
-    hook also returns the ``messages`` update that prunes the state (``RemoveMessage``
-    updates plus any injected summary; see
-    :func:`~agentstate_reducer.langgraph.state.messages_update`) and the summary and
+    ``create_react_agent`` is deprecated since LangGraph 1.0 in favour of LangChain's
+    ``create_agent``; for that, use :class:`ReducerMiddleware`. The hook always returns
+    ``llm_input_messages``: the bounded list the model is called with, never empty
+    (``create_react_agent`` would silently fall back to the whole history on an empty one).
+    In ``"persistent"`` mode (default) it also returns the ``messages`` update that prunes
+    the state (``RemoveMessage`` updates plus any injected summary; see
+    :func:`~agentstate_reducer.langgraph.messages_update`), and the summary and
     ``on_prune`` hooks run, with the namespace of
-    :func:`~agentstate_reducer.langgraph.state.memory_namespace`.
+    :func:`~agentstate_reducer.langgraph.memory_namespace`. In ``"view"`` mode the state
+    keeps every message and neither the summary nor the hooks run.
 
     Args:
         reducer: The reducer that bounds the messages.
-        mode: ``"view"`` (default) or ``"persistent"``.
+        mode: ``"persistent"`` (default) or ``"view"``.
         messages_key: The state key holding the messages.
+        preserve_first: As for :class:`ReducerMiddleware` (default ``"system"``: the
+            agent's ``prompt`` lives outside the state).
 
     Returns:
         A runnable usable as ``create_react_agent(..., pre_model_hook=hook)``, sync or async.
@@ -195,25 +228,35 @@ def make_pre_model_hook(
     """
     _check_mode(mode)
     check_name("messages_key", messages_key)
+    bound = _for_agent(reducer, preserve_first)
+    if mode == "persistent":
+        warn_if_summary_is_dropped(reducer, "the pre-model hook")
 
-    def pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
+    def messages_of(state: Any) -> list[Any]:
         messages = read_messages(state, messages_key)
         if not messages:
             raise ValueError(
                 f"pre_model_hook found no messages under {messages_key!r}: invoke the agent "
                 'with at least one message, e.g. {"messages": [("user", "hi")]}'
             )
-        if mode == "view":
-            return {"llm_input_messages": _bounded_view(reducer, messages)}
-        result, update = reduction_update(reducer, messages, config)
+        return messages
+
+    def output(messages: list[Any], result: ReducerResult, update: list[Any]) -> dict[str, Any]:
         out: dict[str, list[Any]] = {"llm_input_messages": result.surviving or messages}
         if update:
             out[messages_key] = update
         return out
 
-    async def apre_model_hook(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
+    def pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
+        messages = messages_of(state)
         if mode == "view":
-            return pre_model_hook(state, config)
-        return await run_in_executor(config, pre_model_hook, state, config)
+            return {"llm_input_messages": _bounded_view(bound, messages)}
+        return output(messages, *reduction_update(bound, messages, config))
+
+    async def apre_model_hook(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
+        messages = messages_of(state)
+        if mode == "view":
+            return {"llm_input_messages": _bounded_view(bound, messages)}
+        return output(messages, *await areduction_update(bound, messages, config))
 
     return RunnableLambda(pre_model_hook, afunc=apre_model_hook, name="pre_model_hook")

@@ -20,6 +20,7 @@ from typing_extensions import override
 from .._checks import check_choice
 from ..messages import fingerprint, id_of
 from ..summary import SUMMARY_ID_PREFIX, with_id
+from .reduction import warn_if_summary_is_dropped
 
 try:  # LangGraph's Overwrite (newer releases); without it there is nothing to recognise
     from langgraph.types import Overwrite
@@ -133,6 +134,7 @@ def langgraph_reducer(
             return _make_channel(reducer, merge, format)
         function = cache.get(key)
         if function is None:
+            warn_if_summary_is_dropped(reducer, "a state channel")
             function = _make_channel(reducer, merge, format)
             cache[key] = function
     return function

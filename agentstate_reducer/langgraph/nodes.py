@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import RemoveMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langchain_core.runnables.config import run_in_executor
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from .._checks import check_name
 from ..messages import id_of
 from .namespace import memory_namespace
+from .reduction import warn_if_summary_is_dropped
 
 if TYPE_CHECKING:
     from ..reducer import MessageReducer
@@ -157,6 +157,27 @@ def reduction_update(
     return result, messages_update(messages, result.surviving)
 
 
+async def areduction_update(
+    reducer: MessageReducer,
+    messages: Sequence[Any],
+    config: RunnableConfig | None,
+    step_id: str | None = None,
+) -> tuple[ReducerResult, list[Any]]:
+    """Async :func:`reduction_update` (``areduce``: coroutine hooks and summarizers are
+    awaited, blocking ones run in worker threads).
+
+    Raises:
+        SummaryError: ``summarize_fn`` failed; nothing was pruned.
+        PruneHookError: An ``on_prune`` hook failed (with ``on_prune_error="raise"``).
+    """
+    namespace = memory_namespace(reducer, config)
+    if step_id is None:
+        result = await reducer.areduce(list(messages), namespace=namespace)
+    else:
+        result = await reducer.aapply_step(step_id, list(messages), namespace=namespace)
+    return result, messages_update(messages, result.surviving)
+
+
 def create_reduction_node(
     reducer: MessageReducer, *, messages_key: str = "messages"
 ) -> RunnableLambda[Any, dict[str, list[Any]]]:
@@ -170,8 +191,8 @@ def create_reduction_node(
     whole list, so the summary stays in place and the list stays valid. When nothing is
     pruned the node returns ``{}`` and writes nothing.
 
-    The node works with ``invoke`` and ``ainvoke``; on the async path the reduction (which
-    may call a blocking ``summarize_fn`` or hook) runs in the config's executor.
+    The node works with ``invoke`` and ``ainvoke``; on the async path the reduction awaits
+    coroutine hooks and summarizers and runs blocking ones in worker threads.
 
     Args:
         reducer: The reducer that bounds the list.
@@ -189,13 +210,16 @@ def create_reduction_node(
     ``SummaryError`` / ``PruneHookError`` from the reducer (the state is then unchanged).
     """
     check_name("messages_key", messages_key)
+    warn_if_summary_is_dropped(reducer, "a reduction node")
 
     def reduce_messages(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
         _, update = reduction_update(reducer, read_messages(state, messages_key), config)
         return {messages_key: update} if update else {}
 
     async def areduce_messages(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
-        return await run_in_executor(config, reduce_messages, state, config)
+        messages = read_messages(state, messages_key)
+        _, update = await areduction_update(reducer, messages, config)
+        return {messages_key: update} if update else {}
 
     return RunnableLambda(reduce_messages, afunc=areduce_messages, name="reduce_messages")
 
@@ -241,6 +265,7 @@ def create_reduction_step_node(
     without ``messages_key``, and ``SummaryError`` / ``PruneHookError`` from the reducer.
     """
     check_name("messages_key", messages_key)
+    warn_if_summary_is_dropped(reducer, "a reduction node")
     known = [step.id for step in reducer.steps]
     if isinstance(step_id, str):
         if step_id not in known:
@@ -248,18 +273,21 @@ def create_reduction_step_node(
     elif not callable(step_id):
         raise TypeError(f"step_id must be a step id or a function of the state, got {step_id!r}")
 
-    def reduce_step(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        chosen = step_id if isinstance(step_id, str) else step_id(state)
-        result, messages = reduction_update(
-            reducer, read_messages(state, messages_key), config, step_id=chosen
-        )
+    def output(result: ReducerResult, messages: list[Any], state: Any) -> dict[str, Any]:
         out: dict[str, Any] = {messages_key: messages} if messages else {}
         if update is not None:
             out.update(update(result, state))
         return out
 
+    def reduce_step(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        chosen = step_id if isinstance(step_id, str) else step_id(state)
+        found = read_messages(state, messages_key)
+        return output(*reduction_update(reducer, found, config, step_id=chosen), state)
+
     async def areduce_step(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        return await run_in_executor(config, reduce_step, state, config)
+        chosen = step_id if isinstance(step_id, str) else step_id(state)
+        found = read_messages(state, messages_key)
+        return output(*await areduction_update(reducer, found, config, step_id=chosen), state)
 
     node_name = name or (f"reduce_{step_id}" if isinstance(step_id, str) else "reduce_step")
     return RunnableLambda(reduce_step, afunc=areduce_step, name=node_name)

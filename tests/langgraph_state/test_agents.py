@@ -34,6 +34,7 @@ def _reducer(
             min_messages=4,
             max_messages=6,
             summarize_fn=summarize,
+            inject_summary=True,
             on_prune=lambda pruned, ns: delivered.extend(pruned) if delivered is not None else None,
         )
     )
@@ -185,3 +186,47 @@ async def test_pre_model_hook_view_is_never_empty() -> None:
     out = hook.invoke(state)
     assert [m.content for m in out["llm_input_messages"]] == ["b"]
     assert (await hook.ainvoke(state)) == out
+
+
+def test_the_first_question_is_not_pinned_when_the_system_prompt_lives_outside() -> None:
+    """create_agent keeps its system_prompt outside the state, so index 0 is the first
+    question: the middleware runs the reducer with preserve_first="system" and that
+    question is pruned like any other; the reducer's own setting is kept on request."""
+    delivered: list[Any] = []
+    for preserve_first, pinned in (("system", False), (None, True)):
+        delivered.clear()
+        agent = create_agent(
+            calculator_model(),
+            [add],
+            system_prompt=SYSTEM,
+            middleware=[ReducerMiddleware(_reducer(delivered), preserve_first=preserve_first)],
+            checkpointer=InMemorySaver(),
+        )
+        config: Any = {"configurable": {"thread_id": f"pin-{preserve_first}"}}
+        for turn in range(TURNS):
+            agent.invoke({"messages": [HumanMessage(f"question {turn}", id=f"q{turn}")]}, config)
+        final = agent.get_state(config).values["messages"]
+        assert ("q0" in {m.id for m in final}) is pinned
+        assert ("q0" in {m.id for m in delivered}) is not pinned
+
+
+@pytest.mark.filterwarnings("ignore:.*create_react_agent.*")
+def test_both_agent_helpers_default_to_persistent_mode() -> None:
+    """One default for both helpers: persistent (the state is pruned and the hooks run)."""
+    import inspect
+
+    middleware = inspect.signature(ReducerMiddleware.__init__).parameters["mode"].default
+    hook = inspect.signature(make_pre_model_hook).parameters["mode"].default
+    assert middleware == hook == "persistent"
+    delivered: list[Any] = []
+    model = calculator_model()
+    react = create_react_agent(
+        model,
+        [add],
+        pre_model_hook=make_pre_model_hook(_reducer(delivered)),
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "react-default"}}
+    for turn in range(TURNS):
+        react.invoke({"messages": [HumanMessage(f"question {turn}")]}, config)
+    assert delivered and len(react.get_state(config).values["messages"]) <= 6 + 4

@@ -184,7 +184,9 @@ async def test_a_failing_summary_leaves_the_state_unchanged(how: How) -> None:
         raise RuntimeError("summariser down")
 
     reducer = MessageReducer(
-        config=ReducerConfig(min_messages=1, max_messages=2, summarize_fn=broken)
+        config=ReducerConfig(
+            min_messages=1, max_messages=2, summarize_fn=broken, inject_summary=True
+        )
     )
     graph = tool_loop(
         MessagesState, calculator_model(), before_model=create_reduction_node(reducer)
