@@ -11,6 +11,8 @@
   reduced before each checkpoint is written (:mod:`.wrapper`, on the shared step
   :class:`CheckpointReduction` of :mod:`.reduction`); :func:`compact_thread` shrinks a
   thread stored before the wrapper was added (:mod:`.compact`).
+* :class:`LLMSummarizer`: a ready ``summarize_fn`` on any LangChain chat model, sync and
+  async (:mod:`.summarizers`).
 * :mod:`.testing`: ``ScriptedChatModel``, a chat model that answers from a script.
 """
 
@@ -26,6 +28,8 @@ try:
     from .namespace import memory_namespace
     from .nodes import create_reduction_node, create_reduction_step_node, messages_update
     from .reduction import CheckpointReduction
+    from .retention import CheckpointRetention
+    from .summarizers import LLMSummarizer
     from .wrapper import ReducingCheckpointSaver
 except ImportError as exc:
     raise missing_extra("agentstate_reducer.langgraph", "langgraph", exc) from exc
@@ -39,6 +43,8 @@ __all__ = [
     "AgentMode",
     "ChannelReducer",
     "CheckpointReduction",
+    "CheckpointRetention",
+    "LLMSummarizer",
     "MergeMode",
     "ReducerMiddleware",
     "ReducingCheckpointSaver",
