@@ -1,0 +1,216 @@
+"""The wrapper with the parts users lean on: Background memory stores that go down,
+summaries across threads that reuse ids, a misnamed channel, bounded storage per thread."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+from agentstate_reducer import Background, BackgroundHookError, MessageReducer, ReducerConfig
+from agentstate_reducer.langgraph import ReducingCheckpointSaver
+from agentstate_reducer.messages import content_of, is_summary
+from tests.langgraph_saver._graphs import (
+    MAX,
+    MIN,
+    agent_graph,
+    config,
+    turn,
+)
+
+
+class Store:
+    """A long-term memory store behind ``Background`` that can go down and come back."""
+
+    def __init__(self) -> None:
+        self.up = threading.Event()
+        self.up.set()
+        self.ids: list[str] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, messages: list[Any], namespace: Any) -> None:
+        if not self.up.is_set():
+            raise ConnectionError("vector store unreachable")
+        with self.lock:
+            self.ids.extend(m.id for m in messages)
+
+
+def test_a_background_store_outage_loses_nothing_and_never_fails_a_turn(
+    sync_inner: BaseCheckpointSaver[Any],
+) -> None:
+    """A Background store goes down mid-conversation and comes back: every turn succeeds;
+    while it is down the batches it failed are kept and it refuses new ones, so the
+    checkpoints keep those messages; afterwards each message is stored exactly once."""
+    store = Store()
+    background = Background(store, retries=0, retry_delay=0.0)
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=MIN, max_messages=MAX, on_prune=[background])
+    )
+    graph = agent_graph(ReducingCheckpointSaver(sync_inner, reducer))
+    cfg = config("background")
+    for n in range(4):
+        graph.invoke(turn(n), cfg)
+    background.drain()
+    store.up.clear()
+    for n in range(4, 8):
+        graph.invoke(turn(n), cfg)
+    with pytest.raises(BackgroundHookError, match="still fails"):
+        background.drain()
+    assert background.failed_batches, "the failed batches stay kept"
+    store.up.set()
+    background.drain()  # the kept batches go through now
+    for n in range(8, 12):
+        graph.invoke(turn(n), cfg)
+    background.drain()
+    newest = graph.get_state(cfg).values["messages"]
+    assert len(newest) <= MAX
+    assert len(store.ids) == len(set(store.ids)), "a message reached the store twice"
+    assert set(store.ids) | {m.id for m in newest} == {m.id for m in _everything(graph, cfg)}
+    background.close()
+
+
+def _everything(graph: Any, cfg: dict[str, Any]) -> list[Any]:
+    """Every message the thread ever held, from its checkpoint history."""
+    seen: dict[str, Any] = {}
+    for snapshot in graph.get_state_history(cfg):
+        for message in snapshot.values.get("messages", []):
+            seen.setdefault(message.id, message)
+    return list(seen.values())
+
+
+def test_one_reducer_many_threads_with_reused_ids_keep_their_own_summaries(
+    sync_inner: BaseCheckpointSaver[Any],
+) -> None:
+    """Two users through one wrapped saver and one reducer, their messages reusing the ids
+    q0, q1, ...: each thread's summary speaks of its own conversation, and the hand-off
+    delivers both users' messages (an id seen in one thread is new in the other)."""
+    delivered: list[tuple[Any, str]] = []
+    calls: list[list[Any]] = []
+
+    def summarize(messages: list[Any]) -> str:
+        calls.append(messages)
+        return " | ".join(str(content_of(m)) for m in messages if not is_summary(m))[:200]
+
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=4,
+            max_messages=8,
+            summarize_fn=summarize,
+            inject_summary=True,
+            on_prune=[lambda ms, ns: delivered.extend((ns, m.id) for m in ms)],
+        )
+    )
+
+    class State(TypedDict):
+        messages: Annotated[list[Any], add_messages]
+
+    builder: StateGraph[Any] = StateGraph(State)
+    builder.add_node("noop", lambda state: {})
+    builder.add_edge(START, "noop")
+    graph = builder.compile(checkpointer=ReducingCheckpointSaver(sync_inner, reducer))
+    for user in ("alice", "bob"):
+        for n in range(12):
+            message = HumanMessage(f"{user} says {n}", id=f"q{n}")
+            graph.invoke({"messages": [message]}, config(user))
+    for user, other in (("alice", "bob"), ("bob", "alice")):
+        stored = graph.get_state(config(user)).values["messages"]
+        summary = next(m for m in stored if is_summary(m))
+        assert user in summary.content and other not in summary.content
+    namespaces = {ns for ns, _ in delivered}
+    assert namespaces == {("memories", "alice"), ("memories", "bob")}
+    for user in ("alice", "bob"):
+        ids = [mid for ns, mid in delivered if ns == ("memories", user)]
+        assert len(ids) == len(set(ids)) and ids, f"{user}'s hand-off"
+
+
+def test_a_messages_key_naming_no_channel_warns_instead_of_passing_through() -> None:
+    """A wrapper told messages_key="msgs" on a graph whose messages live in "messages"
+    would silently store them unbounded: it warns once, naming the right key."""
+    reducer = MessageReducer(min_messages=2, max_messages=4)
+    graph = agent_graph(ReducingCheckpointSaver(InMemorySaver(), reducer, messages_key="msgs"))
+    with pytest.warns(UserWarning, match=r"no 'msgs' channel.*messages_key='messages'"):
+        graph.invoke(turn(0), config("misnamed"))
+
+
+def test_keep_checkpoints_needs_a_saver_that_can_prune() -> None:
+    """InMemorySaver has no prune: asking for bounded storage is a clear error."""
+    with pytest.raises(NotImplementedError, match="InMemorySaver implements neither prune"):
+        ReducingCheckpointSaver(InMemorySaver(), MessageReducer(2, 4), keep_checkpoints=5)
+    with pytest.raises(ValueError, match="keep_checkpoints must be at least 1"):
+        ReducingCheckpointSaver(InMemorySaver(), MessageReducer(2, 4), keep_checkpoints=0)
+
+
+@pytest.mark.postgres
+def test_keep_checkpoints_keeps_a_threads_storage_flat(postgres_conninfo: str) -> None:
+    """PostgreSQL: with keep_checkpoints=8 a thread holds at most 8 checkpoints whatever
+    its length, so its stored bytes saw-tooth under a ceiling after warm-up instead of
+    growing with every turn (as they do without it), and the conversation goes on as
+    before (the latest checkpoint, its history bounded by the reducer)."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(postgres_conninfo) as inner:
+        inner.setup()
+        reducer = MessageReducer(min_messages=MIN, max_messages=MAX)
+        kept = agent_graph(ReducingCheckpointSaver(inner, reducer, keep_checkpoints=8))
+        every = agent_graph(ReducingCheckpointSaver(inner, MessageReducer(MIN, MAX)))
+        sizes: dict[str, list[int]] = {"flat": [], "growing": []}
+        for n in range(30):
+            kept.invoke(turn(n), config("flat"))
+            every.invoke(turn(n), config("growing"))
+            assert len(list(inner.list(config("flat")))) <= 8
+            for thread, found in sizes.items():
+                found.append(_thread_bytes(inner, thread))
+        flat, growing = sizes["flat"], sizes["growing"]
+        assert max(flat[15:]) <= 1.25 * max(flat[5:15]), flat
+        assert growing[-1] > 2 * growing[10] and growing[-1] > 3 * max(flat[15:]), growing
+        final = kept.get_state(config("flat")).values["messages"]
+        assert len(final) <= MAX and final[-1].content.startswith("The sum is")
+
+
+def _thread_bytes(saver: Any, thread_id: str) -> int:
+    with saver._cursor() as cur:  # the saver's own connection: a read of its tables
+        cur.execute(
+            "SELECT coalesce(sum(pg_column_size(c.*)), 0) AS n FROM checkpoints c "
+            "WHERE thread_id = %s",
+            (thread_id,),
+        )
+        rows = cur.fetchone()["n"]
+        cur.execute(
+            "SELECT coalesce(sum(pg_column_size(b.*)), 0) AS n FROM checkpoint_blobs b "
+            "WHERE thread_id = %s",
+            (thread_id,),
+        )
+        return int(rows) + int(cur.fetchone()["n"])
+
+
+def test_a_failing_prune_never_fails_the_put(caplog: pytest.LogCaptureFixture) -> None:
+    """Storage housekeeping only: a saver whose prune raises still stores every checkpoint,
+    the failure is logged, and the next put tries again."""
+
+    class Unprunable(InMemorySaver):
+        attempts = 0
+
+        def prune(self, thread_ids: Any, *, strategy: str = "keep_latest") -> None:
+            Unprunable.attempts += 1
+            raise RuntimeError("serialization failure")
+
+    saver = ReducingCheckpointSaver(Unprunable(), MessageReducer(2, 4), keep_checkpoints=2)
+    graph = agent_graph(saver)
+    with caplog.at_level(logging.WARNING):
+        for n in range(3):
+            graph.invoke(turn(n), config("unprunable"))
+    assert Unprunable.attempts >= 2
+    assert "pruning thread 'unprunable' failed" in caplog.text
+    assert (
+        graph.get_state(config("unprunable"))
+        .values["messages"][-1]
+        .content.startswith("The sum is")
+    )
