@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._calls import Effects
+from .hooks import namespace_key
 from .planner import PlanState
 from .policy import ReductionStep, StepReport
 from .result import ReducerResult
+from .summary import SummaryRequest
 
 if TYPE_CHECKING:
     from .reducer import MessageReducer
@@ -28,26 +30,6 @@ if TYPE_CHECKING:
 #: How many times one reduce prunes further to make room for a summary block that came
 #: out larger than the room planned for it.
 _SUMMARY_ROUNDS = 3
-
-
-@dataclass
-class SummaryRequest:
-    """What one summarising prune asks ``summarize_fn`` to summarise.
-
-    Attributes:
-        position: Where the block goes in the list (where the pruned block was).
-        folded: The summary messages it replaces, oldest first.
-        pruned: The pruned messages, as they were given, oldest first.
-    """
-
-    position: int
-    folded: list[Any]
-    pruned: list[Any]
-
-    @property
-    def messages(self) -> list[Any]:
-        """What ``summarize_fn`` receives: the folded summary first, then the pruned."""
-        return [*self.folded, *self.pruned]
 
 
 @dataclass
@@ -102,7 +84,7 @@ class ReduceContext:
         (folding the summary block already in the list when the summary is injected)."""
         inject = summarize and self.reducer.config.inject_summary
         state = self.state
-        reserve = self.reducer._summary_reserve(self) if inject else 0
+        reserve = self.reducer.summaries.reserve(state, self.messages) if inject else 0
         end = state.end_for_target(reserve, fold=inject)
         if end is None:
             return []
@@ -151,7 +133,9 @@ class ReduceContext:
         rounds = 0
         while self._requests:
             request = self._requests.pop(0)
-            text = yield from self.reducer._summary_for(request, self.namespace)
+            text = yield from self.reducer.summaries.summary_for(
+                request, namespace_key(self.namespace)
+            )
             self._inject(request, text)
             rounds += 1
             if (
@@ -171,7 +155,7 @@ class ReduceContext:
         if text is None:
             block = request.folded  # nothing new to say: the old summary stays
         else:
-            block = self.reducer._summary_block(text, request, self.messages)
+            block = self.reducer.summaries.block(text, request, self.messages)
             self.summary_messages = block
         at = request.position
         self.messages = self.messages[:at] + block + self.messages[at:]

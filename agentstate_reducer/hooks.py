@@ -29,12 +29,15 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._calls import Call, Effects, call_sync
 from ._checks import check_int, check_number
-from .errors import BackgroundHookError
+from .errors import BackgroundHookError, PruneHookError
 from .messages import fingerprint, id_of
+
+if TYPE_CHECKING:
+    from .result import ReducerResult
 
 logger = logging.getLogger(__name__)
 
@@ -262,6 +265,41 @@ class HookDelivery:
                     memory.delivered.move_to_end(key)
                 while len(memory.delivered) > self._window:
                     memory.delivered.popitem(last=False)
+
+
+def hook_error(
+    failures: list[HookFailure],
+    namespace: Any,
+    result: ReducerResult | None,
+    *,
+    kept_in_list: bool = True,
+) -> PruneHookError:
+    """The error for hooks that did not take messages.
+
+    ``result`` is None when the reduce keeps every message (``on_prune_error="keep"``, or a
+    full retry store), so the messages stay in the list.
+    """
+    names = ", ".join(hook_name(f.hook) for f in failures)
+    first = failures[0].error
+    count = sum(len(f.messages) for f in failures)
+    kept = all(f.kept for f in failures)
+    if kept:
+        then = "they are kept and handed over again on the next hand-off"
+    elif result is None and kept_in_list:
+        then = "nothing was pruned: they stay in the list and go out on the next reduce"
+    else:
+        then = "they could not all be kept for a retry (max_pending_handoff): nothing was pruned"
+    error = PruneHookError(
+        f"on_prune hook {names} failed on {count} message(s): {type(first).__name__}: "
+        f"{first}; {then}",
+        pruned=[m for f in failures for m in f.messages],
+        namespace=namespace,
+        failures=[(f.hook, f.error) for f in failures],
+        result=result if kept else None,
+        kept=kept,
+    )
+    error.__cause__ = first
+    return error
 
 
 def hook_name(hook: Any) -> str:

@@ -8,32 +8,27 @@ running blocking ones in worker threads.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace as _replace_fields
 from typing import Any, Literal, NamedTuple
 
-from ._calls import Call, Effects, adrive, drive
+from ._calls import Effects, adrive, drive
 from ._checks import check_choice
 from .config import ReducerConfig
-from .context import ReduceContext, SummaryRequest
+from .context import ReduceContext
 from .errors import PruneHookError, SummaryError
-from .hooks import HandoffStatus, HookDelivery, HookFailure, PendingBatch, hook_name, namespace_key
-from .messages import MessageView, fingerprint, read_view, view_of
+from .hooks import HandoffStatus, HookDelivery, HookFailure, PendingBatch, hook_error, hook_name
+from .messages import MessageView, read_view, view_of
 from .planner import PlanLimits, PlanState, plan_prune
 from .policy import ReductionStep, default_policy
 from .result import ReducerResult
-from .summary import default_summary_builder, factory_builder, summary_id
+from .summary import RunningSummary, SummaryMemory
 from .tokens import TokenCounter
 from .validate import find_problems
 
 logger = logging.getLogger(__name__)
-
-#: Summaries remembered per conversation and content (see ``_summary_for``).
-_SUMMARY_MEMORY = 256
 
 OnPruneError = Literal["raise", "keep"]
 
@@ -100,9 +95,8 @@ class MessageReducer:
         # it runs; another reduce meanwhile finds none and plans from scratch.
         self._session: _Session | None = None
         self._session_lock = threading.Lock()
-        self._summaries: OrderedDict[tuple[Hashable, str], str | None] = OrderedDict()
-        self._summary_lock = threading.Lock()
-        self._factory_size: int | None = None
+        self.summaries = RunningSummary(config, self._limits, self._count_one, SummaryMemory())
+        """The running summary: how this reducer makes, remembers and places it."""
 
     @property
     def config(self) -> ReducerConfig:
@@ -165,7 +159,7 @@ class MessageReducer:
                 )
         derived = MessageReducer(config=_replace_fields(self._config, **changes))
         derived._delivery = self._delivery
-        derived._summaries, derived._summary_lock = self._summaries, self._summary_lock
+        derived.summaries.memory = self.summaries.memory
         if derived._config.token_counter is self._config.token_counter:
             derived._count_tokens = self._count_tokens or derived._count_tokens
         return derived
@@ -430,7 +424,7 @@ class MessageReducer:
             self._log_retry_failures(failures)
             lost = [f for f in failures if f.messages]
             if lost:
-                error = _hook_error(lost, namespace, result if mode == "raise" else None)
+                error = hook_error(lost, namespace, result if mode == "raise" else None)
                 if mode == "raise":
                     raise error
                 logger.warning("%s; keeping every message this time", error)
@@ -448,73 +442,7 @@ class MessageReducer:
         failures = yield from self._delivery.deliver(pruned, namespace, keep_failed=True)
         self._log_retry_failures(failures)
         if failures:
-            raise _hook_error(failures, namespace, None, kept_in_list=False)
-
-    def _summary_for(self, request: SummaryRequest, namespace: Any) -> Effects[str | None]:
-        """The summary of ``request``: one ``summarize_fn`` call, or the summary already made
-        for the same messages in the same conversation (LangGraph replays writes)."""
-        summarize = self._config.summarize_fn
-        assert summarize is not None  # the config refuses a summarising step without one
-        messages = request.messages
-        digest = hashlib.sha256("\x00".join(map(fingerprint, messages)).encode()).hexdigest()
-        key = (namespace_key(namespace), digest)
-        with self._summary_lock:
-            if key in self._summaries:
-                self._summaries.move_to_end(key)
-                return self._summaries[key]
-        outcome = yield Call(summarize, (messages,))
-        if outcome.error is not None:
-            error = outcome.error
-            raise SummaryError(
-                f"summarize_fn failed on {len(messages)} message(s): "
-                f"{type(error).__name__}: {error}; nothing was pruned",
-                messages,
-            ) from error
-        summary = outcome.value
-        if summary is not None and not isinstance(summary, str):
-            raise TypeError(f"summarize_fn must return a str or None, got {summary!r}")
-        with self._summary_lock:
-            self._summaries[key] = summary
-            while len(self._summaries) > _SUMMARY_MEMORY:
-                self._summaries.popitem(last=False)
-        return summary
-
-    def _summary_block(self, text: str, request: SummaryRequest, messages: list[Any]) -> list[Any]:
-        block_id = summary_id(request.folded, request.pruned)
-        factory = self._config.summary_message_factory
-        sample = messages or self._fallback_sample(request)
-        if factory is not None:
-            dict_ids = any(isinstance(m, dict) and "id" in m for m in sample)
-            return factory_builder(factory, dict_ids=dict_ids)(text, block_id, len(request.pruned))
-        return default_summary_builder(sample)(text, block_id)
-
-    @staticmethod
-    def _fallback_sample(request: SummaryRequest) -> list[Any]:
-        return request.messages
-
-    def _summary_reserve(self, context: ReduceContext) -> int:
-        """Room a summarising prune leaves for the block: messages in count mode, tokens
-        in token mode (at least what the summary now in the list takes)."""
-        state = context.state
-        summaries = [p for p, view in enumerate(state.views) if view.summary]
-        if not self._config.token_mode:
-            if self._config.summary_message_factory is None:
-                return 1
-            if self._factory_size is None:
-                probe = self._summary_block("…", SummaryRequest(0, [], []), context.messages)
-                self._factory_size = len(probe)
-            return self._factory_size
-        held = sum(state.tokens[p] for p in summaries)
-        budget = self._config.summary_max_tokens
-        if budget is None:
-            budget = getattr(self._config.summarize_fn, "max_summary_tokens", None)
-        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
-            target = self._limits.target_tokens or self._limits.max_tokens or 0
-            budget = max(32, target // 10)
-        framing = self._count_one(
-            self._summary_block("", SummaryRequest(0, [], []), context.messages)[0]
-        )
-        return max(held, framing + budget)
+            raise hook_error(failures, namespace, None, kept_in_list=False)
 
     def _is_rewrite(self, message: Any) -> bool:
         return any(step.rewrote(message) for step in self._policy)
@@ -602,41 +530,6 @@ class MessageReducer:
     def _remember(self, state: PlanState, messages: list[Any]) -> None:
         with self._session_lock:
             self._session = _Session(state, list(messages))
-
-
-def _hook_error(
-    failures: list[HookFailure],
-    namespace: Any,
-    result: ReducerResult | None,
-    *,
-    kept_in_list: bool = True,
-) -> PruneHookError:
-    """The error for hooks that did not take messages.
-
-    ``result`` is None when the reduce keeps every message (``on_prune_error="keep"``, or a
-    full retry store), so the messages stay in the list.
-    """
-    names = ", ".join(hook_name(f.hook) for f in failures)
-    first = failures[0].error
-    count = sum(len(f.messages) for f in failures)
-    kept = all(f.kept for f in failures)
-    if kept:
-        then = "they are kept and handed over again on the next hand-off"
-    elif result is None and kept_in_list:
-        then = "nothing was pruned: they stay in the list and go out on the next reduce"
-    else:
-        then = "they could not all be kept for a retry (max_pending_handoff): nothing was pruned"
-    error = PruneHookError(
-        f"on_prune hook {names} failed on {count} message(s): {type(first).__name__}: "
-        f"{first}; {then}",
-        pruned=[m for f in failures for m in f.messages],
-        namespace=namespace,
-        failures=[(f.hook, f.error) for f in failures],
-        result=result if kept else None,
-        kept=kept,
-    )
-    error.__cause__ = first
-    return error
 
 
 class _Session(NamedTuple):

@@ -23,9 +23,14 @@ A list of other objects needs ``summary_message_factory``; its messages must be 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from ._calls import Call, Effects
+from .errors import SummaryError
 from .messages import (
     AI,
     HUMAN,
@@ -39,10 +44,17 @@ from .messages import (
     role_of,
 )
 
+if TYPE_CHECKING:
+    from .config import ReducerConfig
+    from .planner import PlanLimits, PlanState
+
 __all__ = [
     "SUMMARY_HEADER",
     "SUMMARY_ID_PREFIX",
+    "RunningSummary",
     "SummaryBuilder",
+    "SummaryMemory",
+    "SummaryRequest",
     "default_summary_builder",
     "is_summary",
     "mark_summary",
@@ -237,3 +249,137 @@ def factory_builder(
         return out
 
     return build
+
+
+# -- making the running summary ---------------------------------------------------------
+
+#: Summaries remembered per conversation and content (see :class:`SummaryMemory`).
+SUMMARY_MEMORY = 256
+
+
+@dataclass
+class SummaryRequest:
+    """What one summarising prune asks ``summarize_fn`` to summarise.
+
+    Attributes:
+        position: Where the block goes in the list (where the pruned block was).
+        folded: The summary messages it replaces, oldest first.
+        pruned: The pruned messages, as they were given, oldest first.
+    """
+
+    position: int
+    folded: list[Any]
+    pruned: list[Any]
+
+    @property
+    def messages(self) -> list[Any]:
+        """What ``summarize_fn`` receives: the folded summary first, then the pruned."""
+        return [*self.folded, *self.pruned]
+
+
+class SummaryMemory:
+    """The summaries a reducer made, keyed by conversation (namespace) and by the content
+    of what was summarised, never by message ids alone: LangGraph replays the same writes
+    (``get_state``, a resume), which must not call the LLM again, while another
+    conversation reusing ids, or an edited message, must get a summary of its own. Bounded
+    (the oldest forgotten first); safe to share between threads."""
+
+    def __init__(self, size: int = SUMMARY_MEMORY) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple[Hashable, str], str | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(namespace_key: Hashable, messages: Sequence[Any]) -> tuple[Hashable, str]:
+        digest = hashlib.sha256("\x00".join(map(fingerprint, messages)).encode()).hexdigest()
+        return (namespace_key, digest)
+
+    def get(self, key: tuple[Hashable, str]) -> tuple[bool, str | None]:
+        with self._lock:
+            if key not in self._items:
+                return False, None
+            self._items.move_to_end(key)
+            return True, self._items[key]
+
+    def put(self, key: tuple[Hashable, str], summary: str | None) -> None:
+        with self._lock:
+            self._items[key] = summary
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+class RunningSummary:
+    """How one reducer makes its running summary: calls ``summarize_fn`` (or reuses what
+    :class:`SummaryMemory` holds), builds the block in the list's kind, and says how much
+    room a summarising prune leaves for it."""
+
+    def __init__(
+        self,
+        config: ReducerConfig,
+        limits: PlanLimits,
+        count: Callable[[Any], int],
+        memory: SummaryMemory,
+    ) -> None:
+        self._config = config
+        self._limits = limits
+        self._count = count
+        self.memory = memory
+        self._factory_size: int | None = None
+
+    def summary_for(self, request: SummaryRequest, namespace_key: Hashable) -> Effects[str | None]:
+        """The summary of ``request``: one ``summarize_fn`` call, or the one remembered.
+
+        Raises:
+            SummaryError: ``summarize_fn`` raised (the cause is attached).
+            TypeError: ``summarize_fn`` returned something other than a str or None.
+        """
+        summarize = self._config.summarize_fn
+        assert summarize is not None  # the config refuses a summarising step without one
+        messages = request.messages
+        key = SummaryMemory.key(namespace_key, messages)
+        found, remembered = self.memory.get(key)
+        if found:
+            return remembered
+        outcome = yield Call(summarize, (messages,))
+        if outcome.error is not None:
+            error = outcome.error
+            raise SummaryError(
+                f"summarize_fn failed on {len(messages)} message(s): "
+                f"{type(error).__name__}: {error}; nothing was pruned",
+                messages,
+            ) from error
+        summary = outcome.value
+        if summary is not None and not isinstance(summary, str):
+            raise TypeError(f"summarize_fn must return a str or None, got {summary!r}")
+        self.memory.put(key, summary)
+        return summary
+
+    def block(self, text: str, request: SummaryRequest, messages: list[Any]) -> list[Any]:
+        """The summary block for ``text``, in the kind ``messages`` hold, with its id."""
+        block_id = summary_id(request.folded, request.pruned)
+        factory = self._config.summary_message_factory
+        sample = messages or request.messages
+        if factory is not None:
+            dict_ids = any(isinstance(m, dict) and "id" in m for m in sample)
+            return factory_builder(factory, dict_ids=dict_ids)(text, block_id, len(request.pruned))
+        return default_summary_builder(sample)(text, block_id)
+
+    def reserve(self, state: PlanState, messages: list[Any]) -> int:
+        """Room a summarising prune leaves for the block: messages in count mode, tokens in
+        token mode (at least what the summary now in the list takes)."""
+        empty = SummaryRequest(0, [], [])
+        if self._limits.max_tokens is None:
+            if self._config.summary_message_factory is None:
+                return 1
+            if self._factory_size is None:
+                self._factory_size = len(self.block("…", empty, messages))
+            return self._factory_size
+        held = sum(state.tokens[p] for p, view in enumerate(state.views) if view.summary)
+        budget = self._config.summary_max_tokens
+        if budget is None:
+            budget = getattr(self._config.summarize_fn, "max_summary_tokens", None)
+        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+            target = self._limits.target_tokens or self._limits.max_tokens or 0
+            budget = max(32, target // 10)
+        framing = self._count(self.block("", empty, messages)[0])
+        return max(held, framing + budget)
