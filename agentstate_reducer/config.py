@@ -46,8 +46,9 @@ class ReducerConfig:
             ``max_tokens``.
         token_counter: How tokens are counted (token mode): None or ``"estimate"`` (the
             default), our local estimate that needs no download; ``"approximate"``,
-            LangChain's ``count_tokens_approximately``; a tiktoken ``Encoding``; a LangChain
-            chat model; or any callable ``(message) -> int``.
+            LangChain's ``count_tokens_approximately``; a tiktoken encoding name such as
+            ``"cl100k_base"`` (loaded offline, extra ``[tokens]``); a tiktoken ``Encoding``;
+            a LangChain chat model; or any callable ``(message) -> int``.
         preserve_first: Never prune the message at index 0: True (the seed's default),
             False, or ``"system"``: only when it is a system or developer message, for
             agents whose system prompt lives outside the list (LangChain's

