@@ -372,11 +372,14 @@ class MessageReducer:
         """A ``(existing, new) -> list`` function for ``Annotated[list, ...]`` LangGraph state.
 
         It merges each update exactly as LangGraph's ``add_messages`` does, then bounds
-        the list with this reducer. Needs the ``langgraph`` extra.
+        the list with this reducer. It is also a LangGraph channel, so in a graph all the
+        writes of a super-step are merged first and the list is bounded once (see
+        :class:`~agentstate_reducer.langgraph.merge.BoundedMessagesChannel`). Needs the
+        ``langgraph`` extra.
 
         Args:
             **options: Passed to
-                :func:`agentstate_reducer.langgraph.state.langgraph_reducer`.
+                :func:`agentstate_reducer.langgraph.langgraph_reducer` (``merge``, ``format``).
 
         Raises:
             ImportError: The ``[langgraph]`` extra is not installed (the error names the
