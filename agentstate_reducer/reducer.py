@@ -243,8 +243,9 @@ class MessageReducer:
 
         Returns:
             The surviving and pruned messages (``surviving + pruned`` holds every input
-            message once, in input order within each, unless a step rewrote or added
-            messages), the summary if one was made, and a report per step that ran.
+            message once, in input order within each, except that a step may have rewritten
+            messages, a new summary block replaces the one it folded, which is in
+            ``folded_summaries``), the summary if one was made, and a report per step.
 
         Raises:
             TypeError: An argument is not a list of messages (the error names the
