@@ -68,10 +68,9 @@ class Counting:
         return f"summary {self.calls}: the user asked for sums; the tool answered them."
 
 
-def ours(turns: int) -> dict[str, Any]:
-    counting = Counting()
-    prunes: list[int] = []
-    reducer = MessageReducer(
+def _summarizing_reducer(counting: Counting, prunes: list[int]) -> MessageReducer:
+    """Ours: a running summary by LLMSummarizer above TRIGGER messages, keeping KEEP."""
+    return MessageReducer(
         config=ReducerConfig(
             min_messages=KEEP,
             max_messages=TRIGGER,
@@ -80,6 +79,12 @@ def ours(turns: int) -> dict[str, Any]:
             on_prune=[lambda messages, namespace: prunes.append(len(messages))],
         )
     )
+
+
+def ours(turns: int) -> dict[str, Any]:
+    counting = Counting()
+    prunes: list[int] = []
+    reducer = _summarizing_reducer(counting, prunes)
     agent = create_agent(
         _calculator(),
         [_add],
@@ -117,15 +122,7 @@ def langchain(turns: int) -> dict[str, Any]:
 def replays(turns: int) -> dict[str, Any]:
     counting = Counting()
     prunes: list[int] = []
-    reducer = MessageReducer(
-        config=ReducerConfig(
-            min_messages=KEEP,
-            max_messages=TRIGGER,
-            summarize_fn=LLMSummarizer(counting.model, max_summary_tokens=80),
-            inject_summary=True,
-            on_prune=[lambda messages, namespace: prunes.append(len(messages))],
-        )
-    )
+    reducer = _summarizing_reducer(counting, prunes)
 
     # Built with the call syntax: LangGraph reads the hints at run time, and this module
     # postpones annotations.

@@ -7,9 +7,11 @@ four checkpoints, as a tool-calling agent does.
 
 from __future__ import annotations
 
+import asyncio
 import operator
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -215,6 +217,33 @@ def assert_each_once(memory: Memory, created: set[str | None], newest: list[Any]
     assert created == kept | set(delivered), (
         f"lost: {sorted(map(str, created - kept - set(delivered)))}"
     )
+
+
+async def ticks_while(work: Awaitable[Any], *, at_least: float) -> int:
+    """Run ``work`` next to a coroutine that ticks every 10 ms; return the ticks counted.
+
+    A loop blocked by ``work`` (a hook or summary run on the event loop's thread) counts
+    almost none; ``work`` must also take at least ``at_least`` seconds (proving it waited).
+    """
+    ticks = 0
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    async def run() -> None:
+        try:
+            await work
+        finally:
+            done.set()
+
+    began = time.perf_counter()
+    await asyncio.gather(ticker(), run())
+    assert time.perf_counter() - began >= at_least
+    return ticks
 
 
 def ai_answer(messages: list[Any]) -> AIMessage:

@@ -28,6 +28,7 @@ from tests.langgraph_saver._graphs import (
     config,
     reducer,
     stored_lists,
+    ticks_while,
     turn,
 )
 
@@ -276,20 +277,5 @@ async def test_a_slow_hook_does_not_stall_the_event_loop() -> None:
     cfg = config("slow")
     for n in range(3):
         await graph.ainvoke(turn(n), cfg)  # 12 messages: the next turn prunes
-    ticks = 0
-    done = asyncio.Event()
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while not done.is_set():
-            ticks += 1
-            await asyncio.sleep(0.01)
-
-    async def prune_turn() -> None:
-        await graph.ainvoke(turn(3), cfg)
-        done.set()
-
-    began = time.perf_counter()
-    await asyncio.gather(ticker(), prune_turn())
-    assert time.perf_counter() - began >= 0.4
+    ticks = await ticks_while(graph.ainvoke(turn(3), cfg), at_least=0.4)
     assert ticks >= 15, f"the event loop stalled: {ticks} ticks in a 0.4 s hook"

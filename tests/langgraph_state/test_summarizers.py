@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from agentstate_reducer.langgraph import (
 )
 from agentstate_reducer.langgraph.summarizers import transcript
 from agentstate_reducer.messages import is_summary
-from tests.langgraph_saver._graphs import agent_graph, config, turn
+from tests.langgraph_saver._graphs import agent_graph, config, ticks_while, turn
 from tests.scripted_model import ScriptedChatModel, add, calculator_model
 
 SYSTEM = "You add numbers."
@@ -189,20 +188,5 @@ async def test_an_async_summarizer_in_the_saver_does_not_stall_the_loop() -> Non
     cfg = config("slow-summary")
     for n in range(3):
         await graph.ainvoke(turn(n), cfg)
-    ticks = 0
-    done = asyncio.Event()
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while not done.is_set():
-            ticks += 1
-            await asyncio.sleep(0.01)
-
-    async def prune_turn() -> None:
-        await graph.ainvoke(turn(3), cfg)
-        done.set()
-
-    began = time.perf_counter()
-    await asyncio.gather(ticker(), prune_turn())
-    assert time.perf_counter() - began >= 0.4
+    ticks = await ticks_while(graph.ainvoke(turn(3), cfg), at_least=0.4)
     assert ticks >= 15, f"the event loop stalled: {ticks} ticks in a 0.4 s summary"
