@@ -95,13 +95,15 @@ class ReduceContext:
         messages = self.messages
         gone = set(pruned_at).union(folded_at)
         start = state.start
-        head = messages[:start] + [messages[p] for p in range(start, end) if p not in gone]
+        kept = [messages[p] for p in range(start, end) if p not in gone]
         pruned = [self._original_of(messages[p]) for p in pruned_at]
         folded = [messages[p] for p in folded_at]
-        self.messages = head + messages[end:]
+        self.messages = messages[:start] + kept + messages[end:]
         self.pruned.extend(pruned)
         if summarize:
-            self._requests.append(SummaryRequest(len(head), folded, pruned))
+            # The block goes first after the kept first message: it stands for what came
+            # before everything the window keeps (a mid-list system message, the question).
+            self._requests.append(SummaryRequest(start, folded, pruned))
         if folded:
             self._rebuild()
         else:

@@ -9,11 +9,14 @@ Rules, in the words of the README:
   start a user turn;
 * the first message stays when ``preserve_first`` is True, and when it is ``"system"``
   if that message is a system or developer message;
+* the newest human message (the question being answered) is never pruned, but the older
+  tool calls and results of its turn may be, so a long tool loop or a fan-out after one
+  question is bounded too;
 * pruning takes the prunable messages of a *window* ``[start, end)``; everything at or after
-  ``end`` stays. ``end`` never passes the newest message nor the newest human message (the
-  question being answered), and never falls between an ai message and any of its tool
-  results, so no call loses a result and no result its call;
-* with ``start_on_human``, ``end`` is at a human message (whole user turns go), and with
+  ``end`` stays. ``end`` never passes the newest message, and never falls between an ai
+  message and any of its tool results, so no call loses a result and no result its call;
+* with ``start_on_human``, ``end`` is at a human message (whole user turns go) or inside
+  the newest turn (its question kept, so the history still starts on it), and with
   ``keep_groups`` it never passes the start of the newest ``keep_groups`` user turns;
 * count mode: ``end`` is at most ``len - (min_messages - reserve)``, once the list is
   longer than ``max_messages``, and as large as the rules allow (``reserve``: the messages
@@ -198,7 +201,7 @@ class PlanState:
         """
         limits = self._limits
         size = len(self.views)
-        bound = min(size - 1, self._kept_turns_start(), self._newest_human())
+        bound = min(size - 1, self._kept_turns_start())
         if limits.max_tokens is not None:
             target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
             latest = self._last_valid_end(bound)
@@ -207,10 +210,13 @@ class PlanState:
             return self._first_fitting_end(latest, target - reserve, fold=fold)
         return self._last_valid_end(min(size - max(limits.min_messages - reserve, 0), bound))
 
-    def _newest_human(self) -> int:
-        """The position of the newest human message (or the end): it is never pruned."""
+    def _pinned(self) -> int:
+        """The sequence number of the newest human message (never pruned), or -1."""
         humans = self._human_seqs
-        return bisect_left(self._seq, humans[-1]) if humans else len(self.views)
+        return humans[-1] if humans else _NO_LINK
+
+    def _goes(self, position: int, pinned: int) -> bool:
+        return self._prunable[position] and self._seq[position] != pinned
 
     def _kept_turns_start(self) -> int:
         """The position of the oldest of the ``keep_groups`` newest turns (or the end)."""
@@ -228,8 +234,8 @@ class PlanState:
 
     def pruned_positions(self, end: int) -> list[int]:
         """The positions a window ending at ``end`` prunes, ascending."""
-        prunable = self._prunable
-        return [p for p in range(self._start, end) if prunable[p]]
+        pinned = self._pinned()
+        return [p for p in range(self._start, end) if self._goes(p, pinned)]
 
     def summary_positions(self, end: int) -> list[int]:
         """The summary blocks before ``end`` (after the kept first message), ascending."""
@@ -237,28 +243,32 @@ class PlanState:
         return [p for p in range(self._start, end) if views[p].summary]
 
     def kept_in_window(self, end: int) -> list[int]:
-        """The positions before ``end`` that a window ending there keeps (never prunable)."""
-        prunable = self._prunable
-        return [p for p in range(self._start, end) if not prunable[p]]
+        """The positions before ``end`` that a window ending there keeps (never prunable,
+        and the newest human message)."""
+        pinned = self._pinned()
+        return [p for p in range(self._start, end) if not self._goes(p, pinned)]
 
     def prune(self, end: int) -> None:
         """Drop the prunable positions before ``end``, as :meth:`pruned_positions` lists."""
         start = self._start
-        prunable = self._prunable
+        pinned = self._pinned()
+        gone = self.pruned_positions(end)
         kept = self.kept_in_window(end)
-        for p in range(start, end):
-            if prunable[p]:
-                self._forget(p)
+        for p in gone:
+            self._forget(p)
         if end > start:
-            # Pruned turn starts are a run of the sorted list (only index 0 is ever kept).
+            # Pruned turn starts are a run of the sorted list (only index 0 and the newest
+            # human message, the last of the list, are ever kept).
             low = bisect_left(self._human_seqs, self._seq[start])
             high = bisect_left(self._human_seqs, self._seq[end])
+            if high and self._human_seqs[high - 1] == pinned:
+                high -= 1
             del self._human_seqs[low:high]
         if self.tokens:
-            self.total -= sum(self.tokens[p] for p in range(start, end) if prunable[p])
+            self.total -= sum(self.tokens[p] for p in gone)
             self.tokens = _compact(self.tokens, start, kept, end)
         self.views = _compact(self.views, start, kept, end)
-        self._prunable = _compact(prunable, start, kept, end)
+        self._prunable = _compact(self._prunable, start, kept, end)
         self._seq = _compact(self._seq, start, kept, end)
         self._caller_seq = _compact(self._caller_seq, start, kept, end)
 
@@ -292,6 +302,7 @@ class PlanState:
         lowest_caller = self._next_seq
         start = self._start
         on_human = self._limits.start_on_human
+        pinned = self._pinned()
         views = self.views
         for position in range(len(seq) - 1, start, -1):
             caller = caller_seq[position]
@@ -300,7 +311,7 @@ class PlanState:
             if (
                 position <= bound
                 and lowest_caller >= seq[position]
-                and (not on_human or views[position].role == HUMAN)
+                and (not on_human or views[position].role == HUMAN or seq[position] > pinned)
             ):
                 return position
         return None
@@ -309,15 +320,15 @@ class PlanState:
         """The smallest valid end whose survivors fit ``target``; ``latest`` if none does."""
         seq = self._seq
         tokens = self.tokens
-        prunable = self._prunable
         last_result = self._last_result
         surviving = self.total
         on_human = self._limits.start_on_human
+        pinned = self._pinned()
         views = self.views
         reach = _NO_LINK  # the furthest result seq of any ai message inside the window
         for end in range(self._start + 1, latest + 1):
             before = end - 1
-            if prunable[before]:
+            if self._goes(before, pinned):
                 surviving -= tokens[before]
                 result = last_result.get(seq[before], _NO_LINK)
                 if result > reach:
@@ -327,7 +338,7 @@ class PlanState:
             if (
                 surviving <= target
                 and reach < seq[end]
-                and (not on_human or views[end].role == HUMAN)
+                and (not on_human or views[end].role == HUMAN or seq[end] > pinned)
             ):
                 return end
         return latest

@@ -38,16 +38,18 @@ def turn_oracle(records: list[Msg], config: ReducerConfig) -> set[int]:
     start = 1 if config.preserve_first else 0
     linked = callers(records)
     humans = [i for i, m in enumerate(records) if m.role == "human"]
-    bound = min(n - 1, humans[-1]) if humans else n - 1
+    newest = humans[-1] if humans else -1  # the question being answered: never pruned
+    bound = n - 1
     if config.keep_groups and humans:
         bound = min(
             bound, humans[-config.keep_groups] if len(humans) >= config.keep_groups else humans[0]
         )
 
     def prune_set(end: int) -> set[int] | None:
-        if config.start_on_human and records[end].role != "human":
+        # Whole turns go; inside the newest turn its question stays, so any end will do.
+        if config.start_on_human and records[end].role != "human" and end <= newest:
             return None
-        gone = {i for i in range(start, end) if records[i].role in ("human", "ai")}
+        gone = {i for i in range(start, end) if records[i].role in ("human", "ai") and i != newest}
         gone |= {i for i in range(start, end) if linked.get(i, -1) in gone}
         if any((r in gone) != (c in gone) for r, c in linked.items()):
             return None
@@ -72,8 +74,9 @@ def test_turn_rules_match_brute_force(
     records: list[Msg], shape: str, reducer: MessageReducer
 ) -> None:
     """With start_on_human and keep_groups, the pruned set is the brute-force one: the
-    smallest window that fits the target, ending on a user message (start_on_human) and
-    before the newest keep_groups turns; else the largest such window."""
+    smallest window that fits the target, ending on a user message or inside the newest
+    turn (start_on_human) and before the newest keep_groups turns; else the largest such
+    window. The newest question always stays."""
     messages = rendered(records, shape)
     result = reducer.reduce(existing=messages)
     assert set(positions(result.pruned, messages)) == turn_oracle(records, reducer.config)
@@ -92,8 +95,8 @@ def test_turn_rules_keep_history_valid(
     kept = set(positions(result.surviving, messages))
     gone = positions(result.pruned, messages)
     if config.start_on_human and gone:
-        after = [i for i in range(gone[-1] + 1, len(records)) if records[i].role in ("human", "ai")]
-        assert not after or records[after[0]].role == "human"
+        talk = [i for i in sorted(kept) if records[i].role in ("human", "ai")]
+        assert not talk or records[talk[0]].role == "human"
     humans = [i for i, m in enumerate(records) if m.role == "human"]
     if config.keep_groups and humans:
         first_kept = humans[-config.keep_groups] if len(humans) >= config.keep_groups else humans[0]

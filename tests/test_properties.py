@@ -149,8 +149,11 @@ def oracle(records: list[Msg], config: ReducerConfig) -> set[int]:
     start = 1 if config.preserve_first else 0
     linked = callers(records)
 
+    humans = [i for i, m in enumerate(records) if m.role == "human"]
+    newest = humans[-1] if humans else -1  # the question being answered: never pruned
+
     def prune_set(end: int) -> set[int] | None:
-        gone = {i for i in range(start, end) if records[i].role in ("human", "ai")}
+        gone = {i for i in range(start, end) if records[i].role in ("human", "ai") and i != newest}
         gone |= {i for i in range(start, end) if linked.get(i, -1) in gone}
         for result_at, call_at in linked.items():
             if (result_at in gone) != (call_at in gone):
@@ -160,13 +163,7 @@ def oracle(records: list[Msg], config: ReducerConfig) -> set[int]:
     def size(gone: set[int]) -> int:
         return sum(1 + len(records[i].content) // 3 for i in range(n) if i not in gone)
 
-    humans = [i for i, m in enumerate(records) if m.role == "human"]
-    newest = humans[-1] if humans else n - 1
-    valid = [
-        (end, g)
-        for end in range(start + 1, min(n - 1, newest) + 1)
-        if (g := prune_set(end)) is not None
-    ]
+    valid = [(end, g) for end in range(start + 1, n) if (g := prune_set(end)) is not None]
     if config.token_mode:
         assert config.max_tokens is not None and config.effective_target_tokens is not None
         if size(set()) <= config.max_tokens:
@@ -189,9 +186,10 @@ def test_plan_matches_brute_force(records, shape, reducer):
     """The pruned set is the one a brute-force search over all window ends picks.
 
     Count mode: the largest window ending at or before len - min_messages (and before the
-    newest message) that splits no tool group. Token mode: the smallest such window whose
-    survivors fit target_tokens, else the largest one (so the result fits the target
-    whenever that is possible without dropping the newest message or splitting a pair).
+    newest message) that splits no tool group; the newest human message inside it stays.
+    Token mode: the smallest such window whose survivors fit target_tokens, else the
+    largest one (so the result fits the target whenever that is possible without dropping
+    the newest message, the newest question, or splitting a pair).
     """
     messages, result = split(records, shape, reducer, len(records))
     assert set(positions(result.pruned, messages)) == oracle(records, reducer.config)
@@ -210,3 +208,25 @@ def test_cascade_off_prunes_only_human_and_ai(records, shape, max_messages, min_
     )
     messages, result = split(records, shape, reducer, len(records))
     assert all(records[i].role in ("human", "ai") for i in positions(result.pruned, messages))
+
+
+def test_a_long_tool_loop_after_one_question_is_bounded() -> None:
+    """One question followed by 30 tool calls and results (an autonomous run, a research
+    agent): the older calls of the turn are pruned in whole pairs, the question stays,
+    and the list ends within the bound with no provider-validity problem."""
+    from agentstate_reducer.messages import view_of
+    from agentstate_reducer.validate import find_problems
+
+    history: list[Any] = [
+        {"role": "system", "content": "sys", "id": "s"},
+        {"role": "user", "content": "research this", "id": "q"},
+    ]
+    for n in range(30):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        history.append({"role": "assistant", "content": None, "tool_calls": [call], "id": f"a{n}"})
+        history.append({"role": "tool", "tool_call_id": f"c{n}", "content": "r", "id": f"t{n}"})
+    result = MessageReducer(min_messages=4, max_messages=8).reduce(existing=history)
+    assert len(result.surviving) <= 8
+    assert [m["id"] for m in result.surviving[:2]] == ["s", "q"]
+    assert result.surviving[-1] is history[-1]
+    assert not find_problems([view_of(m, f"[{i}]") for i, m in enumerate(result.surviving)])

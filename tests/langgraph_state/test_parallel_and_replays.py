@@ -75,7 +75,8 @@ def test_parallel_append_remove_and_edit_merge_as_add_messages_then_bound_once()
     assert bounded[-1].id == "new", "an edited old message was appended at the end"
 
 
-def test_a_fan_out_to_100_tasks_is_bounded_once_per_step() -> None:
+@pytest.mark.parametrize("worker_message", [HumanMessage, AIMessage])
+def test_a_fan_out_to_100_tasks_is_bounded_once_per_step(worker_message: type[Any]) -> None:
     """``Send`` to 100 workers, each writing one report: the step's 100 writes are merged,
     then the reducer runs once (one hand-off of everything pruned), where a per-write bound
     would prune, and call the hooks, dozens of times."""
@@ -96,7 +97,7 @@ def test_a_fan_out_to_100_tasks_is_bounded_once_per_step() -> None:
         return Command(goto=[Send("work", {"job": n}) for n in range(100)])
 
     def work(job: dict[str, int]) -> dict[str, Any]:
-        return {"messages": [HumanMessage(f"report {job['job']}", id=f"w{job['job']}")]}
+        return {"messages": [worker_message(f"report {job['job']}", id=f"w{job['job']}")]}
 
     builder: StateGraph[Any] = StateGraph(State)
     builder.add_node("plan", plan)
@@ -107,6 +108,7 @@ def test_a_fan_out_to_100_tasks_is_bounded_once_per_step() -> None:
     assert len(kept) <= 20
     assert len(batches) == 1, f"the step was bounded {len(batches)} times"
     assert len(batches[0]) + len(kept) == 101
+    assert kept[0].id == "q" or worker_message is HumanMessage, "the question must stay"
     assert {m.id for m in kept} | {m.id for m in batches[0]} == {"q"} | {
         f"w{n}" for n in range(100)
     }
