@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
+import time
 from collections.abc import Callable, Coroutine, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -117,3 +119,44 @@ async def adrive(effects: Effects[_T]) -> _T:
     except StopIteration as stop:
         result: _T = stop.value
         return result
+
+
+class Outage:
+    """When a piece of user code (a hook, a summarizer) last failed, and when to try it
+    again: after a failure it is not called for ``backoff`` seconds, doubled on each
+    further failure up to ``cap``; a success resets it. So a store or model that is down
+    costs one failing call per wait, not one per reduce (each of which may wait for a
+    timeout). ``backoff=0`` calls it every time. Safe to share between threads.
+    """
+
+    def __init__(self, backoff: float, cap: float = 60.0) -> None:
+        self._backoff = backoff
+        self._cap = max(cap, backoff)
+        self._delay = 0.0
+        self._retry_at = 0.0
+        self._error: Exception | None = None
+        self._lock = threading.Lock()
+
+    def blocked(self) -> Exception | None:
+        """The last error while waiting to try again; None when a call may go ahead."""
+        with self._lock:
+            if self._error is not None and time.monotonic() < self._retry_at:
+                return self._error
+            return None
+
+    def failed(self, error: Exception) -> None:
+        with self._lock:
+            self._error = error
+            if self._backoff > 0:
+                self._delay = min(self._cap, self._delay * 2 if self._delay else self._backoff)
+                self._retry_at = time.monotonic() + self._delay
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._error, self._delay, self._retry_at = None, 0.0, 0.0
+
+    @property
+    def retry_in(self) -> float:
+        """Seconds until the next call may go ahead (0 when it may now)."""
+        with self._lock:
+            return max(0.0, self._retry_at - time.monotonic()) if self._error else 0.0

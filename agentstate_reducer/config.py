@@ -6,7 +6,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._checks import check_bool, check_callable, check_choice, check_int, check_name
+from ._checks import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_int,
+    check_name,
+    check_number,
+)
 
 if TYPE_CHECKING:
     from .policy import ReductionStep
@@ -88,6 +95,11 @@ class ReducerConfig:
             overrides it per call (the checkpoint savers use ``"keep"``).
         max_pending_handoff: Messages a failing hook may have waiting for a retry (per
             hook); once that many wait, a reduce that would hand it more prunes nothing.
+        retry_backoff: Seconds a hook or ``summarize_fn`` that failed is left alone before
+            it is called again (doubled on each further failure, up to 60 s); reduces
+            meanwhile treat it as still failing (keeping the messages, as on a failure), so
+            an outage costs one failing call per wait instead of one per reduce. 0 calls it
+            every time.
         reply_reserve: Tokens kept free for the model's reply: the history may use
             ``max_tokens - reply_reserve`` (and is pruned to ``target_tokens -
             reply_reserve``), so ``max_tokens`` can be the model's context size.
@@ -125,6 +137,7 @@ class ReducerConfig:
     dedupe_window: int = 10_000
     on_prune_error: OnPruneError = "raise"
     max_pending_handoff: int = 10_000
+    retry_backoff: float = 1.0
     reply_reserve: int = 0
     start_on_human: bool = False
     keep_groups: int = 0
@@ -183,6 +196,7 @@ class ReducerConfig:
         check_int("dedupe_window", self.dedupe_window, minimum=1)
         check_choice("on_prune_error", self.on_prune_error, ("raise", "keep"))
         check_int("max_pending_handoff", self.max_pending_handoff, minimum=0)
+        check_number("retry_backoff", self.retry_backoff, minimum=0)
         if self.summary_max_tokens is not None:
             check_int("summary_max_tokens", self.summary_max_tokens, minimum=1)
             if self.max_tokens is None:

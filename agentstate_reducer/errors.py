@@ -31,28 +31,31 @@ class SummaryError(ReducerError):
     Attributes:
         pruned: The messages the reducer was about to prune and summarise (after any
             summary being folded into the new one).
+        waiting: True when ``summarize_fn`` was not called at all, because it failed
+            moments ago and is left alone for a while (``retry_backoff``).
     """
 
-    def __init__(self, message: str, pruned: Sequence[Any]) -> None:
+    def __init__(self, message: str, pruned: Sequence[Any], *, waiting: bool = False) -> None:
         super().__init__(message)
         self.pruned = list(pruned)
+        self.waiting = waiting
 
 
 class PruneHookError(ReducerError):
     """One or more ``on_prune`` hooks failed to take messages.
 
     Nothing is lost: with ``on_prune_error="raise"`` the reducer keeps the messages a hook
-    did not take and hands them over again, first thing, on its next hand-off (see
-    ``reducer.handoff_status()``); ``kept`` is False only when its retry store was full,
-    and then nothing was pruned. Callers that store the reduced list (checkpoint savers)
-    may store ``result`` when ``kept`` is True.
+    did not take and hands them over again, first thing, on its next reduce (see
+    ``reducer.handoff_status()``), and ``result`` is the reduced list, safe to go on with.
+    When its retry store is full (``max_pending_handoff``) it cannot keep them: then
+    ``kept`` is False and ``result`` is the input with nothing pruned, still safe to go on
+    with. Either way ``error.result.surviving`` is the list to use.
 
     Attributes:
         pruned: The messages the failing hooks did not take.
         namespace: The namespace the hooks were called with.
         failures: ``(hook, exception)`` pairs, one per failing hook.
-        result: The result the reduce would have returned (None when nothing may be
-            pruned because the failed messages could not be kept).
+        result: The list to go on with (see above); None for ``reducer.deliver``.
         kept: Whether the reducer keeps the failed messages for a retry.
     """
 

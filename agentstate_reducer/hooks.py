@@ -9,7 +9,11 @@
 * the messages **in flight** (being handed over by another thread), skipped meanwhile;
 * the **pending** batches: failed hand-offs it keeps for a retry (bounded by
   ``pending_limit`` messages). Each delivery first retries them; a hook whose retry fails
-  is not called again in that delivery, and the new batch waits with them.
+  is not called again in that delivery, and the new batch waits with them;
+* its **outage**: after a failure the hook is not called for ``backoff`` seconds (doubling
+  on each further failure, up to a minute), deliveries meanwhile treat it as still failing,
+  so a store that is down, or times out, costs one failing call per wait rather than one
+  per reduce.
 
 A message is remembered as delivered only after the hook returns. Messages without an id
 cannot be matched and are handed over each time a reduce removes them (at least once).
@@ -31,7 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._calls import Call, Effects, call_sync
+from ._calls import Call, Effects, Outage, call_sync
 from ._checks import check_int, check_number
 from .errors import BackgroundHookError, PruneHookError
 from .messages import fingerprint, id_of
@@ -102,16 +106,20 @@ class HookFailure:
     kept: bool
     """Whether the messages are kept for a retry (False when the hand-off keeps them in
     the list instead, or when ``pending_limit`` was reached)."""
+    called: bool = True
+    """Whether the hook was called and raised (False: it was left alone, still waiting
+    after an earlier failure)."""
 
 
 class _HookMemory:
-    __slots__ = ("delivered", "in_flight", "pending", "pending_count")
+    __slots__ = ("delivered", "in_flight", "outage", "pending", "pending_count")
 
-    def __init__(self) -> None:
+    def __init__(self, backoff: float) -> None:
         self.delivered: OrderedDict[_Key, None] = OrderedDict()
         self.in_flight: set[_Key] = set()
         self.pending: list[PendingBatch] = []
         self.pending_count = 0
+        self.outage = Outage(backoff)
 
 
 class HookDelivery:
@@ -127,12 +135,14 @@ class HookDelivery:
         dedupe: bool,
         window: int,
         pending_limit: int,
+        backoff: float = 0.0,
     ) -> None:
         self._hooks = tuple(hooks)
         self._dedupe = dedupe
         self._window = window
         self._pending_limit = pending_limit
-        self._memories = [_HookMemory() for _ in self._hooks]
+        self._memories = [_HookMemory(backoff) for _ in self._hooks]
+        self._pending_total = 0
         self._lock = threading.Lock()
         self._delivered = 0
         self._failures = 0
@@ -156,29 +166,33 @@ class HookDelivery:
         failures: list[HookFailure] = []
         ns = namespace_key(namespace)
         for hook, memory in zip(self._hooks, self._memories, strict=True):
-            down: Exception | None = None
+            # A hook that failed moments ago is not called again until its wait is over.
+            down: Exception | None = memory.outage.blocked()
+            waiting = down is not None
             for pending in self._take_pending(memory):
                 if down is None:
                     outcome = yield Call(hook, (list(pending.messages), pending.namespace))
                     down = outcome.error
                     if down is None:
+                        memory.outage.succeeded()
                         self._settle(memory, pending.keys, pending.messages, delivered=True)
                         continue
-                    self._failed(down)
+                    self._failed(memory, down)
                     pending.error = down
                 self._keep(memory, pending)
             fresh, keys = self._reserve(memory, batch, ns)
             if not fresh:
-                if down is not None:
+                if down is not None and not waiting:
                     failures.append(HookFailure(hook, down, [], namespace, kept=True))
                 continue
             if down is None:
                 outcome = yield Call(hook, (fresh, namespace))
                 error = outcome.error
                 if error is None:
+                    memory.outage.succeeded()
                     self._settle(memory, keys, fresh, delivered=True)
                     continue
-                self._failed(error)
+                self._failed(memory, error)
             else:
                 error = down  # the hook is still down: do not call it again now
             kept = keep_failed and self._room(memory, len(fresh))
@@ -186,8 +200,15 @@ class HookDelivery:
                 self._keep(memory, PendingBatch(fresh, namespace, error, keys))
             else:
                 self._settle(memory, keys, fresh, delivered=False)
-            failures.append(HookFailure(hook, error, fresh, namespace, kept=kept))
+            failures.append(
+                HookFailure(hook, error, fresh, namespace, kept=kept, called=not waiting)
+            )
         return failures
+
+    @property
+    def has_pending(self) -> bool:
+        """Whether any hand-off waits for a retry (a cheap check for every reduce)."""
+        return self._pending_total > 0
 
     def status(self) -> HandoffStatus:
         """Counters and the pending backlog."""
@@ -210,25 +231,30 @@ class HookDelivery:
                     memory.in_flight.difference_update(pending.keys)
                     out.append((hook, pending))
                 memory.pending, memory.pending_count = [], 0
+            self._pending_total = 0
         return out
 
     # -- bookkeeping (under the lock) ---------------------------------------------------
 
     def _take_pending(self, memory: _HookMemory) -> list[PendingBatch]:
         with self._lock:
-            taken, memory.pending, memory.pending_count = memory.pending, [], 0
+            taken, memory.pending = memory.pending, []
+            self._pending_total -= memory.pending_count
+            memory.pending_count = 0
         return taken
 
     def _keep(self, memory: _HookMemory, pending: PendingBatch) -> None:
         with self._lock:
             memory.pending.append(pending)
             memory.pending_count += len(pending.messages)
+            self._pending_total += len(pending.messages)
 
     def _room(self, memory: _HookMemory, size: int) -> bool:
         with self._lock:
             return memory.pending_count + size <= self._pending_limit
 
-    def _failed(self, error: Exception) -> None:
+    def _failed(self, memory: _HookMemory, error: Exception) -> None:
+        memory.outage.failed(error)
         with self._lock:
             self._failures += 1
             self._last_error = error
@@ -270,32 +296,41 @@ class HookDelivery:
 def hook_error(
     failures: list[HookFailure],
     namespace: Any,
-    result: ReducerResult | None,
     *,
-    kept_in_list: bool = True,
+    reduced: ReducerResult | None,
+    unchanged: ReducerResult | None,
 ) -> PruneHookError:
     """The error for hooks that did not take messages.
 
-    ``result`` is None when the reduce keeps every message (``on_prune_error="keep"``, or a
-    full retry store), so the messages stay in the list.
+    Args:
+        failures: The hooks that failed and what they did not take.
+        namespace: The namespace of the hand-off.
+        reduced: The reduce's result, which a caller may go on with when every failed
+            message is kept for a retry; None for a direct ``deliver``.
+        unchanged: The reduce's input as a result with nothing pruned, for when the failed
+            messages are not kept (``on_prune_error="keep"`` or a full retry store); None
+            for a direct ``deliver``.
     """
     names = ", ".join(hook_name(f.hook) for f in failures)
     first = failures[0].error
     count = sum(len(f.messages) for f in failures)
     kept = all(f.kept for f in failures)
     if kept:
-        then = "they are kept and handed over again on the next hand-off"
-    elif result is None and kept_in_list:
-        then = "nothing was pruned: they stay in the list and go out on the next reduce"
+        then, result = "they are kept and handed over again on the next hand-off", reduced
+    elif unchanged is None:
+        then, result = "they could not be kept for a retry (max_pending_handoff)", None
+    elif all(not f.kept and f.messages for f in failures) and reduced is None:
+        then, result = "nothing was pruned: they stay in the list for the next reduce", unchanged
     else:
         then = "they could not all be kept for a retry (max_pending_handoff): nothing was pruned"
+        result = unchanged
     error = PruneHookError(
         f"on_prune hook {names} failed on {count} message(s): {type(first).__name__}: "
         f"{first}; {then}",
         pruned=[m for f in failures for m in f.messages],
         namespace=namespace,
         failures=[(f.hook, f.error) for f in failures],
-        result=result if kept else None,
+        result=result,
         kept=kept,
     )
     error.__cause__ = first

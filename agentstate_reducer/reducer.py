@@ -89,6 +89,7 @@ class MessageReducer:
             dedupe=config.dedupe_on_prune,
             window=config.dedupe_window,
             pending_limit=config.max_pending_handoff,
+            backoff=config.retry_backoff,
         )
         # The plan state of the last list this reducer returned (see _Session), so that a
         # chat growing by a turn costs work for that turn only. A reduce takes it out while
@@ -408,6 +409,8 @@ class MessageReducer:
         state.extend(views, tokens)
         if not state.over_limit():
             self._remember(state, combined)
+            if self._delivery.has_pending:
+                yield from self._retry_pending()
             return ReducerResult(
                 surviving=combined, pruned=[], tokens_before=state.total, tokens_after=state.total
             )
@@ -417,7 +420,8 @@ class MessageReducer:
         except SummaryError as exc:
             if mode == "raise":
                 raise
-            logger.warning("%s; keeping every message this time", exc)
+            level = logging.DEBUG if exc.waiting else logging.WARNING
+            logger.log(level, "%s; keeping every message this time", exc)
             return self._unchanged(combined, state, summary_error=exc)
         result = context.result()
         batch = context.handoff(self._is_rewrite)
@@ -428,11 +432,22 @@ class MessageReducer:
             self._log_retry_failures(failures)
             lost = [f for f in failures if f.messages]
             if lost:
-                error = hook_error(lost, namespace, result if mode == "raise" else None)
+                unchanged = self._unchanged(combined, None)
+                error = hook_error(
+                    lost,
+                    namespace,
+                    reduced=result if mode == "raise" else None,
+                    unchanged=unchanged,
+                )
+                unchanged.hook_error = error
                 if mode == "raise":
                     raise error
-                logger.warning("%s; keeping every message this time", error)
-                return self._unchanged(combined, None, hook_error=error)
+                # Once per failing call; while a hook is left alone after a failure, quieter.
+                level = logging.WARNING if any(f.called for f in lost) else logging.DEBUG
+                logger.log(level, "%s; keeping every message this time", error)
+                return unchanged
+        elif self._delivery.has_pending:
+            yield from self._retry_pending()
         self._remember(context.state, result.surviving)
         logger.debug(
             "reduced %d messages to %d (pruned %d)",
@@ -446,7 +461,13 @@ class MessageReducer:
         failures = yield from self._delivery.deliver(pruned, namespace, keep_failed=True)
         self._log_retry_failures(failures)
         if failures:
-            raise hook_error(failures, namespace, None, kept_in_list=False)
+            raise hook_error(failures, namespace, reduced=None, unchanged=None)
+
+    def _retry_pending(self) -> Effects[None]:
+        """Retry what waits (a reduce with nothing to hand over still does), quietly: a
+        hook still down is only logged, its messages stay pending."""
+        failures = yield from self._delivery.deliver([], None, keep_failed=True)
+        self._log_retry_failures(failures)
 
     def _is_rewrite(self, message: Any) -> bool:
         return any(step.rewrote(message) for step in self._policy)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._calls import Call, Effects
+from ._calls import Call, Effects, Outage
 from .errors import SummaryError
 from .messages import (
     AI,
@@ -325,6 +325,8 @@ class RunningSummary:
         self._count = count
         self.memory = memory
         self._factory_size: int | None = None
+        self.outage = Outage(config.retry_backoff)
+        """After ``summarize_fn`` fails, it is not called again for a while (see Outage)."""
 
     def summary_for(self, request: SummaryRequest, namespace_key: Hashable) -> Effects[str | None]:
         """The summary of ``request``: one ``summarize_fn`` call, or the one remembered.
@@ -340,14 +342,24 @@ class RunningSummary:
         found, remembered = self.memory.get(key)
         if found:
             return remembered
+        down = self.outage.blocked()
+        if down is not None:
+            raise SummaryError(
+                f"summarize_fn failed moments ago ({type(down).__name__}: {down}); it is "
+                f"tried again in {self.outage.retry_in:.1f} s; nothing was pruned",
+                messages,
+                waiting=True,
+            ) from down
         outcome = yield Call(summarize, (messages,))
         if outcome.error is not None:
             error = outcome.error
+            self.outage.failed(error)
             raise SummaryError(
                 f"summarize_fn failed on {len(messages)} message(s): "
                 f"{type(error).__name__}: {error}; nothing was pruned",
                 messages,
             ) from error
+        self.outage.succeeded()
         summary = outcome.value
         if summary is not None and not isinstance(summary, str):
             raise TypeError(f"summarize_fn must return a str or None, got {summary!r}")

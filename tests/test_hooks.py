@@ -40,7 +40,13 @@ class Recorder:
 
 
 def reducer_with(*hooks: Any, **kwargs: Any) -> MessageReducer:
-    options: dict[str, Any] = {"min_messages": 4, "max_messages": 6, "preserve_first": False}
+    # No wait after a failure here: these tests retry at once (the wait has its own tests).
+    options: dict[str, Any] = {
+        "min_messages": 4,
+        "max_messages": 6,
+        "preserve_first": False,
+        "retry_backoff": 0,
+    }
     options.update(kwargs)
     return MessageReducer(config=ReducerConfig(on_prune=list(hooks), **options))
 
@@ -209,3 +215,51 @@ def test_a_shared_reducer_delivers_each_id_once_across_threads() -> None:
         list(pool.map(work, range(1, 9)))
     assert len(hook.ids) == len(set(hook.ids))
     assert {m["id"] for m in reducer.plan(history).pruned} <= set(hook.ids)
+
+
+def test_a_failing_hook_is_left_alone_for_a_while_then_tried_again() -> None:
+    """After a failure the hook is not called for retry_backoff seconds (doubling), so a
+    store that is down costs one failing call per wait, not one per reduce; when the wait
+    is over it is tried again, and once it works everything goes out, once."""
+    calls: list[float] = []
+    up = {"yes": False}
+    taken: list[str] = []
+
+    def store(pruned: list[Any], namespace: Any) -> None:
+        calls.append(time.monotonic())
+        if not up["yes"]:
+            raise ConnectionError("down")
+        taken.extend(m["id"] for m in pruned)
+
+    reducer = reducer_with(store, retry_backoff=0.3, on_prune_error="keep")
+    history = turns(8)
+    for _ in range(6):
+        assert reducer.reduce(existing=history).hook_error is not None
+    assert len(calls) == 1, "the hook was called again while it was left alone"
+    time.sleep(0.35)
+    reducer.reduce(existing=history)
+    assert len(calls) == 2 and reducer.reduce(existing=history).hook_error is not None
+    assert len(calls) == 2, "the second wait (0.6 s) was not honoured"
+    up["yes"] = True
+    time.sleep(0.65)
+    result = reducer.reduce(existing=history)
+    assert result.hook_error is None and taken == [m["id"] for m in result.pruned]
+
+
+def test_pending_hand_offs_are_retried_by_reduces_that_prune_nothing() -> None:
+    """A reduce under the bound still retries what waits (its hand-off is not only on
+    the next prune)."""
+    up = {"yes": False}
+    taken: list[str] = []
+
+    def store(pruned: list[Any], namespace: Any) -> None:
+        if not up["yes"]:
+            raise ConnectionError("down")
+        taken.extend(m["id"] for m in pruned)
+
+    reducer = reducer_with(store)
+    with pytest.raises(PruneHookError):
+        reducer.reduce(existing=turns(8))
+    up["yes"] = True
+    reducer.reduce(existing=turns(2))  # nothing to prune: only the retry
+    assert taken == ["m0", "m1", "m2", "m3"] and reducer.handoff_status().pending_messages == 0

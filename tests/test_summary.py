@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -355,3 +356,28 @@ def test_with_summaries_the_bound_holds_every_turn_and_a_second_reduce_is_a_no_o
         again = reducer.reduce(existing=history)
         assert again.pruned == [] and [id(m) for m in again.surviving] == [id(m) for m in history]
         assert len(summarize.calls) == calls
+
+
+def test_a_failing_summarizer_is_left_alone_for_a_while() -> None:
+    """An LLM that is down is called once per wait (retry_backoff, doubling), not on every
+    reduce: in keep mode each reduce meanwhile keeps every message at once, without the
+    failing call's latency; after the wait it is tried again."""
+    calls: list[int] = []
+    up = {"yes": False}
+
+    def summarize(messages: list[Any]) -> str:
+        calls.append(len(messages))
+        if not up["yes"]:
+            raise TimeoutError("model timed out")
+        return "gist"
+
+    reducer = injecting(summarize, retry_backoff=0.3, on_prune_error="keep")
+    history = chat(5)
+    for _ in range(5):
+        result = reducer.reduce(existing=history)
+        assert result.summary_error is not None and result.surviving == history
+    assert len(calls) == 1
+    assert result.summary_error.waiting, "the later reduces did not call it at all"
+    up["yes"] = True
+    time.sleep(0.35)
+    assert reducer.reduce(existing=history).summary == "gist" and len(calls) == 2

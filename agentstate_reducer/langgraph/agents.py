@@ -39,12 +39,12 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from typing_extensions import override
 
-from .._checks import check_choice, check_name
+from .._checks import check_choice, check_name, check_reducer
 from .nodes import areduction_update, read_messages, reduction_update
 from .reduction import warn_if_summary_is_dropped
 
 if TYPE_CHECKING:
-    from ..reducer import MessageReducer
+    from ..reducer import MessageReducer, OnPruneError
     from ..result import ReducerResult
 
 __all__ = ["AgentMode", "ReducerMiddleware", "make_pre_model_hook"]
@@ -68,6 +68,7 @@ def _check_mode(mode: str) -> None:
 
 def _for_agent(reducer: MessageReducer, preserve_first: PreserveFirst) -> MessageReducer:
     """``reducer`` with the agent's ``preserve_first`` (sharing its memories)."""
+    check_reducer(reducer)
     if preserve_first is None or preserve_first == reducer.config.preserve_first:
         return reducer
     return reducer.with_config(preserve_first=preserve_first)
@@ -101,6 +102,9 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             (default), since ``create_agent`` keeps its system prompt outside the state and
             index 0 is the first question; None keeps the reducer's own setting. The
             reducer's memories (hand-off, summaries) are shared either way.
+        on_prune_error: ``"keep"`` (default): a memory store or summarizer that is down
+            never fails the user's turn; the state stays unpruned and the next model call
+            tries again. ``"raise"`` fails the turn with the reducer's error.
         name: The middleware's name in the agent graph (``create_agent`` requires unique
             names); defaults to ``"ReducerMiddleware"``.
 
@@ -115,12 +119,15 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         *,
         mode: AgentMode = "persistent",
         preserve_first: PreserveFirst = "system",
+        on_prune_error: OnPruneError = "keep",
         name: str | None = None,
     ) -> None:
         _check_mode(mode)
+        check_choice("on_prune_error", on_prune_error, ("keep", "raise"))
         super().__init__()
         self.reducer = _for_agent(reducer, preserve_first)
         self.mode: AgentMode = mode
+        self.on_prune_error: OnPruneError = on_prune_error
         self._name = name or type(self).__name__
         if mode == "persistent":
             warn_if_summary_is_dropped(reducer, "the agent middleware")
@@ -135,13 +142,15 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """In persistent mode, prune the state; returns the ``messages`` update or None.
 
         Raises:
-            SummaryError: ``summarize_fn`` failed; nothing was pruned.
-            PruneHookError: An ``on_prune`` hook failed (``on_prune_error="raise"``).
+            SummaryError: With ``on_prune_error="raise"``, ``summarize_fn`` failed.
+            PruneHookError: With ``on_prune_error="raise"``, an ``on_prune`` hook failed.
         """
         if self.mode != "persistent":
             return None
         messages = read_messages(state, "messages")
-        _, update = reduction_update(self.reducer, messages, get_config())
+        _, update = reduction_update(
+            self.reducer, messages, get_config(), on_prune_error=self.on_prune_error
+        )
         return {"messages": update} if update else None
 
     @override
@@ -151,13 +160,15 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Async :meth:`before_model` (``areduce``: never blocks the event loop).
 
         Raises:
-            SummaryError: ``summarize_fn`` failed; nothing was pruned.
-            PruneHookError: An ``on_prune`` hook failed (``on_prune_error="raise"``).
+            SummaryError: With ``on_prune_error="raise"``, ``summarize_fn`` failed.
+            PruneHookError: With ``on_prune_error="raise"``, an ``on_prune`` hook failed.
         """
         if self.mode != "persistent":
             return None
         messages = read_messages(state, "messages")
-        _, update = await areduction_update(self.reducer, messages, get_config())
+        _, update = await areduction_update(
+            self.reducer, messages, get_config(), on_prune_error=self.on_prune_error
+        )
         return {"messages": update} if update else None
 
     @override
@@ -193,6 +204,7 @@ def make_pre_model_hook(
     mode: AgentMode = "persistent",
     messages_key: str = "messages",
     preserve_first: PreserveFirst = "system",
+    on_prune_error: OnPruneError = "keep",
 ) -> RunnableLambda[Any, dict[str, list[Any]]]:
     """A ``pre_model_hook`` for ``langgraph.prebuilt.create_react_agent``.
 
@@ -213,6 +225,7 @@ def make_pre_model_hook(
         messages_key: The state key holding the messages.
         preserve_first: As for :class:`ReducerMiddleware` (default ``"system"``: the
             agent's ``prompt`` lives outside the state).
+        on_prune_error: As for :class:`ReducerMiddleware` (default ``"keep"``).
 
     Returns:
         A runnable usable as ``create_react_agent(..., pre_model_hook=hook)``, sync or async.
@@ -223,11 +236,12 @@ def make_pre_model_hook(
             empty.
 
     When run, the hook raises ``ValueError`` if the state holds no messages (there is
-    nothing to call the model with), and ``SummaryError`` / ``PruneHookError`` from the
-    reducer in persistent mode.
+    nothing to call the model with), and, with ``on_prune_error="raise"``,
+    ``SummaryError`` / ``PruneHookError`` from the reducer in persistent mode.
     """
     _check_mode(mode)
     check_name("messages_key", messages_key)
+    check_choice("on_prune_error", on_prune_error, ("keep", "raise"))
     bound = _for_agent(reducer, preserve_first)
     if mode == "persistent":
         warn_if_summary_is_dropped(reducer, "the pre-model hook")
@@ -251,12 +265,14 @@ def make_pre_model_hook(
         messages = messages_of(state)
         if mode == "view":
             return {"llm_input_messages": _bounded_view(bound, messages)}
-        return output(messages, *reduction_update(bound, messages, config))
+        reduced = reduction_update(bound, messages, config, on_prune_error=on_prune_error)
+        return output(messages, *reduced)
 
     async def apre_model_hook(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
         messages = messages_of(state)
         if mode == "view":
             return {"llm_input_messages": _bounded_view(bound, messages)}
-        return output(messages, *await areduction_update(bound, messages, config))
+        reduced = await areduction_update(bound, messages, config, on_prune_error=on_prune_error)
+        return output(messages, *reduced)
 
     return RunnableLambda(pre_model_hook, afunc=apre_model_hook, name="pre_model_hook")

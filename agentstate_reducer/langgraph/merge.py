@@ -17,7 +17,7 @@ from langgraph.errors import InvalidUpdateError
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from typing_extensions import override
 
-from .._checks import check_choice
+from .._checks import check_choice, check_reducer
 from ..messages import fingerprint, id_of
 from ..summary import SUMMARY_ID_PREFIX, with_id
 from .reduction import warn_if_summary_is_dropped
@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - depends on the installed langgraph
 _OVERWRITE_KEY = "__overwrite__"
 
 if TYPE_CHECKING:
-    from ..reducer import MessageReducer
+    from ..reducer import MessageReducer, OnPruneError
     from ..result import ReducerResult
 
 __all__ = ["BoundedMessagesChannel", "ChannelReducer", "MergeMode", "langgraph_reducer"]
@@ -61,6 +61,7 @@ def langgraph_reducer(
     *,
     merge: MergeMode = "add_messages",
     format: Literal["langchain-openai"] | None = None,
+    on_prune_error: OnPruneError = "keep",
 ) -> BoundedMessagesChannel:
     """A LangGraph channel reducer that merges like ``add_messages``, then bounds the list.
 
@@ -103,6 +104,9 @@ def langgraph_reducer(
         reducer: The reducer that bounds the merged list.
         merge: ``"add_messages"`` or ``"append"``, as above.
         format: ``add_messages``' output format (``"langchain-openai"`` or None).
+        on_prune_error: ``"keep"`` (default): a memory store or summarizer that is down
+            never fails the run; the list is stored unpruned and the next write tries
+            again. ``"raise"``: the write (and so the step) fails with the reducer's error.
 
     Returns:
         A :class:`BoundedMessagesChannel`: LangGraph uses it as the channel (all writes of
@@ -115,46 +119,57 @@ def langgraph_reducer(
 
     The returned function raises what ``add_messages`` raises for a bad update (and, in
     ``"append"`` mode, the same ``ValueError`` for an unknown id), ``TypeError`` for items
-    the reducer cannot read, and ``SummaryError`` / ``PruneHookError`` from the reducer.
+    the reducer cannot read, and, with ``on_prune_error="raise"``, ``SummaryError`` /
+    ``PruneHookError`` from the reducer.
     """
+    check_reducer(reducer)
     check_choice("merge", merge, _MERGE_MODES)
     check_choice("format", format, ("langchain-openai",), allow_none=True)
+    check_choice("on_prune_error", on_prune_error, ("keep", "raise"))
     if merge == "append" and format is not None:
         raise ValueError(
             f"format={format!r} converts messages, which merge='append' never does; "
             "use merge='add_messages' to get formatted messages"
         )
-    key = (merge, format)
+    key = (merge, format, on_prune_error)
     with _cache_lock:
         try:
-            cache: dict[tuple[str, str | None], BoundedMessagesChannel] = vars(reducer).setdefault(
-                _CACHE_ATTRIBUTE, {}
-            )
+            cache: dict[tuple[str, str | None, str], BoundedMessagesChannel] = vars(
+                reducer
+            ).setdefault(_CACHE_ATTRIBUTE, {})
         except TypeError:  # a reducer without instance attributes: no reuse
-            return _make_channel(reducer, merge, format)
+            return _make_channel(reducer, merge, format, on_prune_error)
         function = cache.get(key)
         if function is None:
             warn_if_summary_is_dropped(reducer, "a state channel")
-            function = _make_channel(reducer, merge, format)
+            function = _make_channel(reducer, merge, format, on_prune_error)
             cache[key] = function
     return function
 
 
 def _make_channel(
-    reducer: MessageReducer, merge: str, format: Literal["langchain-openai"] | None
+    reducer: MessageReducer,
+    merge: str,
+    format: Literal["langchain-openai"] | None,
+    on_prune_error: OnPruneError,
 ) -> BoundedMessagesChannel:
-    return BoundedMessagesChannel(list, _BoundedMerge(reducer, merge, format))
+    return BoundedMessagesChannel(list, _BoundedMerge(reducer, merge, format, on_prune_error))
 
 
 class _BoundedMerge:
     """The two halves of the channel reducer: merge one update, bound a merged list."""
 
     def __init__(
-        self, reducer: MessageReducer, merge: str, format: Literal["langchain-openai"] | None
+        self,
+        reducer: MessageReducer,
+        merge: str,
+        format: Literal["langchain-openai"] | None,
+        on_prune_error: OnPruneError,
     ) -> None:
         self.reducer = reducer
         self.mode = merge
         self.format = format
+        self.on_prune_error: OnPruneError = on_prune_error
         # LangGraph compares channel operators by name (and lambdas as equal).
         self.__name__ = f"bounded_{merge}"
 
@@ -164,7 +179,7 @@ class _BoundedMerge:
         return _append(existing, update)
 
     def bound(self, merged: list[Any]) -> list[Any]:
-        result = self.reducer.reduce(merged)
+        result = self.reducer.reduce(merged, on_prune_error=self.on_prune_error)
         return _surviving_with_ids(result, coerce=self.mode == "add_messages", format=self.format)
 
     def __call__(self, existing: Any, update: Any) -> list[Any]:

@@ -17,13 +17,13 @@ from langchain_core.messages import RemoveMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from .._checks import check_name
+from .._checks import check_choice, check_name, check_reducer
 from ..messages import id_of
 from .namespace import memory_namespace
 from .reduction import warn_if_summary_is_dropped
 
 if TYPE_CHECKING:
-    from ..reducer import MessageReducer
+    from ..reducer import MessageReducer, OnPruneError
     from ..result import ReducerResult
 
 __all__ = [
@@ -131,6 +131,8 @@ def reduction_update(
     messages: Sequence[Any],
     config: RunnableConfig | None,
     step_id: str | None = None,
+    *,
+    on_prune_error: OnPruneError = "keep",
 ) -> tuple[ReducerResult, list[Any]]:
     """Reduce ``messages`` and compute the ``add_messages`` update that stores the result.
 
@@ -141,19 +143,23 @@ def reduction_update(
         messages: The list in state.
         config: The run's config, for the hooks' namespace.
         step_id: Run only this step of the reducer's policy (``reducer.apply_step``).
+        on_prune_error: ``"keep"`` (a failing hook or summarizer leaves the state as it
+            is, to be retried on the next run of the node) or ``"raise"``.
 
     Returns:
         The reducer's result and the update (empty when nothing changes).
 
     Raises:
-        SummaryError: ``summarize_fn`` failed; nothing was pruned.
-        PruneHookError: An ``on_prune`` hook failed (with ``on_prune_error="raise"``).
+        SummaryError: With ``on_prune_error="raise"``, ``summarize_fn`` failed.
+        PruneHookError: With ``on_prune_error="raise"``, an ``on_prune`` hook failed.
     """
     namespace = memory_namespace(reducer, config)
     if step_id is None:
-        result = reducer.reduce(list(messages), namespace=namespace)
+        result = reducer.reduce(list(messages), namespace=namespace, on_prune_error=on_prune_error)
     else:
-        result = reducer.apply_step(step_id, list(messages), namespace=namespace)
+        result = reducer.apply_step(
+            step_id, list(messages), namespace=namespace, on_prune_error=on_prune_error
+        )
     return result, messages_update(messages, result.surviving)
 
 
@@ -162,24 +168,33 @@ async def areduction_update(
     messages: Sequence[Any],
     config: RunnableConfig | None,
     step_id: str | None = None,
+    *,
+    on_prune_error: OnPruneError = "keep",
 ) -> tuple[ReducerResult, list[Any]]:
     """Async :func:`reduction_update` (``areduce``: coroutine hooks and summarizers are
     awaited, blocking ones run in worker threads).
 
     Raises:
-        SummaryError: ``summarize_fn`` failed; nothing was pruned.
-        PruneHookError: An ``on_prune`` hook failed (with ``on_prune_error="raise"``).
+        SummaryError: With ``on_prune_error="raise"``, ``summarize_fn`` failed.
+        PruneHookError: With ``on_prune_error="raise"``, an ``on_prune`` hook failed.
     """
     namespace = memory_namespace(reducer, config)
     if step_id is None:
-        result = await reducer.areduce(list(messages), namespace=namespace)
+        result = await reducer.areduce(
+            list(messages), namespace=namespace, on_prune_error=on_prune_error
+        )
     else:
-        result = await reducer.aapply_step(step_id, list(messages), namespace=namespace)
+        result = await reducer.aapply_step(
+            step_id, list(messages), namespace=namespace, on_prune_error=on_prune_error
+        )
     return result, messages_update(messages, result.surviving)
 
 
 def create_reduction_node(
-    reducer: MessageReducer, *, messages_key: str = "messages"
+    reducer: MessageReducer,
+    *,
+    messages_key: str = "messages",
+    on_prune_error: OnPruneError = "keep",
 ) -> RunnableLambda[Any, dict[str, list[Any]]]:
     """A graph node that bounds the ``add_messages`` list in state, so the state shrinks.
 
@@ -194,9 +209,14 @@ def create_reduction_node(
     The node works with ``invoke`` and ``ainvoke``; on the async path the reduction awaits
     coroutine hooks and summarizers and runs blocking ones in worker threads.
 
+    A memory store or summarizer that is down never fails the run (``on_prune_error=
+    "keep"``, the default): the node leaves the state as it is and the next run of the node
+    tries again; ``"raise"`` fails the step instead.
+
     Args:
         reducer: The reducer that bounds the list.
         messages_key: The state key holding the messages.
+        on_prune_error: ``"keep"`` or ``"raise"``, as above.
 
     Returns:
         A runnable node, named ``"reduce_messages"``: ``builder.add_node(node)`` or
@@ -206,19 +226,25 @@ def create_reduction_node(
         TypeError: ``messages_key`` is not a string.
         ValueError: ``messages_key`` is empty.
 
-    When run, the node raises ``KeyError`` if the state lacks ``messages_key``, and
-    ``SummaryError`` / ``PruneHookError`` from the reducer (the state is then unchanged).
+    When run, the node raises ``KeyError`` if the state lacks ``messages_key``, and, with
+    ``on_prune_error="raise"``, ``SummaryError`` / ``PruneHookError`` from the reducer (the
+    state is then unchanged).
     """
+    check_reducer(reducer)
     check_name("messages_key", messages_key)
+    check_choice("on_prune_error", on_prune_error, ("keep", "raise"))
     warn_if_summary_is_dropped(reducer, "a reduction node")
 
     def reduce_messages(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
-        _, update = reduction_update(reducer, read_messages(state, messages_key), config)
+        messages = read_messages(state, messages_key)
+        _, update = reduction_update(reducer, messages, config, on_prune_error=on_prune_error)
         return {messages_key: update} if update else {}
 
     async def areduce_messages(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
         messages = read_messages(state, messages_key)
-        _, update = await areduction_update(reducer, messages, config)
+        _, update = await areduction_update(
+            reducer, messages, config, on_prune_error=on_prune_error
+        )
         return {messages_key: update} if update else {}
 
     return RunnableLambda(reduce_messages, afunc=areduce_messages, name="reduce_messages")
@@ -235,6 +261,7 @@ def create_reduction_step_node(
     messages_key: str = "messages",
     update: Callable[[ReducerResult, Any], Mapping[str, Any]] | None = None,
     name: str | None = None,
+    on_prune_error: OnPruneError = "keep",
 ) -> RunnableLambda[Any, dict[str, Any]]:
     """A graph node that applies exactly one step of the reducer's policy.
 
@@ -251,6 +278,7 @@ def create_reduction_step_node(
         update: Optional ``(result, state) -> dict`` whose keys are added to the node's
             update (for example to record ``result.steps`` in state).
         name: The node's name; defaults to ``"reduce_" + step_id`` for a fixed id.
+        on_prune_error: As for :func:`create_reduction_node` (default ``"keep"``).
 
     Returns:
         A runnable node, usable with ``invoke`` and ``ainvoke``.
@@ -262,9 +290,12 @@ def create_reduction_step_node(
         ValueError: ``messages_key`` is empty.
 
     When run, the node raises ``KeyError`` for a chosen id not in the policy or a state
-    without ``messages_key``, and ``SummaryError`` / ``PruneHookError`` from the reducer.
+    without ``messages_key``, and, with ``on_prune_error="raise"``, ``SummaryError`` /
+    ``PruneHookError`` from the reducer.
     """
     check_name("messages_key", messages_key)
+    check_reducer(reducer)
+    check_choice("on_prune_error", on_prune_error, ("keep", "raise"))
     warn_if_summary_is_dropped(reducer, "a reduction node")
     known = [step.id for step in reducer.steps]
     if isinstance(step_id, str):
@@ -282,12 +313,18 @@ def create_reduction_step_node(
     def reduce_step(state: Any, config: RunnableConfig) -> dict[str, Any]:
         chosen = step_id if isinstance(step_id, str) else step_id(state)
         found = read_messages(state, messages_key)
-        return output(*reduction_update(reducer, found, config, step_id=chosen), state)
+        reduced = reduction_update(
+            reducer, found, config, step_id=chosen, on_prune_error=on_prune_error
+        )
+        return output(*reduced, state)
 
     async def areduce_step(state: Any, config: RunnableConfig) -> dict[str, Any]:
         chosen = step_id if isinstance(step_id, str) else step_id(state)
         found = read_messages(state, messages_key)
-        return output(*await areduction_update(reducer, found, config, step_id=chosen), state)
+        reduced = await areduction_update(
+            reducer, found, config, step_id=chosen, on_prune_error=on_prune_error
+        )
+        return output(*reduced, state)
 
     node_name = name or (f"reduce_{step_id}" if isinstance(step_id, str) else "reduce_step")
     return RunnableLambda(reduce_step, afunc=areduce_step, name=node_name)

@@ -113,7 +113,9 @@ def test_a_memory_outage_keeps_the_turn_and_hands_over_later(server: CosmosTestS
             raise RuntimeError("memory store down")
         taken.extend(m.id for m in messages)
 
-    reducer = MessageReducer(config=ReducerConfig(min_messages=2, max_messages=3, on_prune=[store]))
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=2, max_messages=3, on_prune=[store], retry_backoff=0)
+    )
     with CosmosDBSaver(DATABASE, new_container(), reducer=reducer, **saver_kwargs(server)) as saver:
         graph = build(saver)
         config = {"configurable": {"thread_id": "r4"}}

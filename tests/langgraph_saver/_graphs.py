@@ -55,8 +55,9 @@ class Memory:
 
 
 def reducer(memory: Memory | None = None, **overrides: Any) -> MessageReducer:
-    """A count-mode reducer (MIN..MAX) handing pruned messages to ``memory``."""
-    options: dict[str, Any] = {"min_messages": MIN, "max_messages": MAX}
+    """A count-mode reducer (MIN..MAX) handing pruned messages to ``memory``; a store that
+    comes back is called again at once (no ``retry_backoff``: the tests recover fast)."""
+    options: dict[str, Any] = {"min_messages": MIN, "max_messages": MAX, "retry_backoff": 0}
     options.update(overrides)
     if memory is not None:
         options["on_prune"] = [memory]

@@ -52,7 +52,9 @@ def test_a_background_store_outage_loses_nothing_and_never_fails_a_turn(
     store = Store()
     background = Background(store, retries=0, retry_delay=0.0)
     reducer = MessageReducer(
-        config=ReducerConfig(min_messages=MIN, max_messages=MAX, on_prune=[background])
+        config=ReducerConfig(
+            min_messages=MIN, max_messages=MAX, on_prune=[background], retry_backoff=0
+        )
     )
     graph = agent_graph(ReducingCheckpointSaver(sync_inner, reducer))
     cfg = config("background")

@@ -230,3 +230,65 @@ def test_both_agent_helpers_default_to_persistent_mode() -> None:
     for turn in range(TURNS):
         react.invoke({"messages": [HumanMessage(f"question {turn}")]}, config)
     assert delivered and len(react.get_state(config).values["messages"]) <= 6 + 4
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+async def test_a_memory_outage_never_fails_the_agents_turn(how: str) -> None:
+    """create_agent + ReducerMiddleware with a memory store that is down for a while: every
+    turn goes through (the state stays unpruned meanwhile); once it is back, everything
+    reaches it once and the state is bounded again. on_prune_error="raise" fails the turn."""
+    taken: list[str] = []
+    down = {"on": False}
+
+    def store(messages: list[Any], namespace: Any) -> None:
+        if down["on"]:
+            raise ConnectionError("memory store down")
+        taken.extend(m.id for m in messages)
+
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=4, max_messages=8, on_prune=[store], retry_backoff=0)
+    )
+    agent = create_agent(
+        calculator_model(),
+        [add],
+        system_prompt=SYSTEM,
+        middleware=[ReducerMiddleware(reducer)],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": f"outage-{how}"}}
+
+    async def turn(n: int) -> None:
+        message = {"messages": [HumanMessage(f"question {n}", id=f"q{n}")]}
+        if how == "invoke":
+            agent.invoke(message, config)
+        else:
+            await agent.ainvoke(message, config)
+
+    for n in range(2):
+        await turn(n)
+    down["on"] = True
+    for n in range(2, 6):
+        await turn(n)
+    assert len(agent.get_state(config).values["messages"]) > 8 + 1
+    down["on"] = False
+    await turn(6)
+    state = agent.get_state(config).values["messages"]
+    assert len(state) <= 8 + 1
+    assert len(taken) == len(set(taken))
+    assert {f"q{n}" for n in range(7)} <= set(taken) | {m.id for m in state}
+
+    strict = create_agent(
+        calculator_model(),
+        [add],
+        system_prompt=SYSTEM,
+        middleware=[ReducerMiddleware(reducer, on_prune_error="raise")],
+        checkpointer=InMemorySaver(),
+    )
+    down["on"] = True
+    from agentstate_reducer import PruneHookError
+
+    with pytest.raises(PruneHookError):
+        for n in range(4):
+            strict.invoke(
+                {"messages": [HumanMessage(f"again {n}")]}, {"configurable": {"thread_id": "s"}}
+            )

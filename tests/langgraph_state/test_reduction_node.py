@@ -178,7 +178,9 @@ async def test_node_reads_the_namespace_key_from_the_config() -> None:
 
 @pytest.mark.parametrize("how", ["invoke", "ainvoke"])
 async def test_a_failing_summary_leaves_the_state_unchanged(how: How) -> None:
-    """SummaryError propagates out of the run, and the stored list is the one before it."""
+    """A summarizer that is down never fails the run by default: the node leaves the state
+    as it is (nothing pruned, the answer stored); with on_prune_error="raise" SummaryError
+    propagates out of the run and the stored list is the one before it."""
 
     def broken(pruned: list[Any]) -> str:
         raise RuntimeError("summariser down")
@@ -188,10 +190,20 @@ async def test_a_failing_summary_leaves_the_state_unchanged(how: How) -> None:
             min_messages=1, max_messages=2, summarize_fn=broken, inject_summary=True
         )
     )
-    graph = tool_loop(
+    kept = tool_loop(
         MessagesState, calculator_model(), before_model=create_reduction_node(reducer)
     ).compile(checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "broken"}}
+    if how == "invoke":
+        kept.invoke({"messages": _history(4)}, config)
+    else:
+        await kept.ainvoke({"messages": _history(4)}, config)
+    assert len(kept.get_state(config).values["messages"]) > 5  # the turn went through
+
+    node = create_reduction_node(reducer, on_prune_error="raise")
+    graph = tool_loop(MessagesState, calculator_model(), before_model=node).compile(
+        checkpointer=InMemorySaver()
+    )
     with pytest.raises(SummaryError, match="summariser down"):
         if how == "invoke":
             graph.invoke({"messages": _history(4)}, config)
