@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from ._calls import Effects
 from .hooks import namespace_key
+from .messages import SUMMARY_HEADER, content_of, id_of
 from .planner import PlanState
 from .policy import ReductionStep, StepReport
 from .result import ReducerResult
-from .summary import SummaryRequest
+from .summary import SummaryRequest, summary_id
 
 if TYPE_CHECKING:
     from .reducer import MessageReducer
@@ -91,19 +92,21 @@ class ReduceContext:
         pruned_at = state.pruned_positions(end)
         if not pruned_at:
             return []
-        folded_at = state.summary_positions(end) if inject else []
         messages = self.messages
+        # Every summary block is folded, also one outside the window: a list holds one
+        # running summary (a subgraph's list merged into its parent's appends its block).
+        folded_at = state.summary_positions(len(messages)) if inject else []
         gone = set(pruned_at).union(folded_at)
         start = state.start
-        kept = [messages[p] for p in range(start, end) if p not in gone]
+        kept = [messages[p] for p in range(start, len(messages)) if p not in gone]
         pruned = [self._original_of(messages[p]) for p in pruned_at]
         folded = [messages[p] for p in folded_at]
-        self.messages = messages[:start] + kept + messages[end:]
+        self.messages = messages[:start] + kept
         self.pruned.extend(pruned)
         if summarize:
             # The block goes first after the kept first message: it stands for what came
             # before everything the window keeps (a mid-list system message, the question).
-            self._requests.append(SummaryRequest(start, folded, pruned))
+            self._requests.append(_request(start, folded, pruned))
         if folded:
             self._rebuild()
         else:
@@ -135,9 +138,12 @@ class ReduceContext:
         rounds = 0
         while self._requests:
             request = self._requests.pop(0)
-            text = yield from self.reducer.summaries.summary_for(
-                request, namespace_key(self.namespace)
-            )
+            if request.made is not None:
+                text = _summary_of(request.made)
+            else:
+                text = yield from self.reducer.summaries.summary_for(
+                    request, namespace_key(self.namespace)
+                )
             self._inject(request, text)
             rounds += 1
             if (
@@ -154,7 +160,10 @@ class ReduceContext:
             return
         mine = {id(m) for m in self.summary_messages}
         self.folded_summaries.extend(m for m in request.folded if id(m) not in mine)
-        if text is None:
+        if request.made is not None:
+            block = [request.made]
+            self.summary_messages = block
+        elif text is None:
             block = request.folded  # nothing new to say: the old summary stays
         else:
             block = self.reducer.summaries.block(text, request, self.messages)
@@ -197,3 +206,26 @@ class ReduceContext:
             tokens_before=self.tokens_before,
             tokens_after=self.state.total,
         )
+
+
+def _request(position: int, folded: list[Any], pruned: list[Any]) -> SummaryRequest:
+    """The summary request of a prune, recognising a block already made for it.
+
+    A folded block whose id is the id this prune's block would get (from the other folded
+    blocks and the pruned messages) is that block, made by the same reducer elsewhere: a
+    subgraph sharing the channel summarises, then its parent merges its list and prunes the
+    same messages. It is used as it is, without another ``summarize_fn`` call.
+    """
+    for index, block in enumerate(folded):
+        others = folded[:index] + folded[index + 1 :]
+        if id_of(block) is not None and id_of(block) == summary_id(others, pruned):
+            return SummaryRequest(position, others, pruned, made=block)
+    return SummaryRequest(position, folded, pruned)
+
+
+def _summary_of(block: Any) -> str | None:
+    """The summary text of a block the reducer made (its header line removed)."""
+    content = content_of(block)
+    if not isinstance(content, str):
+        return None
+    return content.removeprefix(SUMMARY_HEADER)

@@ -262,14 +262,17 @@ class SummaryRequest:
     """What one summarising prune asks ``summarize_fn`` to summarise.
 
     Attributes:
-        position: Where the block goes in the list (where the pruned block was).
+        position: Where the block goes in the list (after the kept first message).
         folded: The summary messages it replaces, oldest first.
         pruned: The pruned messages, as they were given, oldest first.
+        made: A block already made for exactly this request (found in the list), to use
+            as it is.
     """
 
     position: int
     folded: list[Any]
     pruned: list[Any]
+    made: Any = None
 
     @property
     def messages(self) -> list[Any]:

@@ -381,3 +381,24 @@ def test_a_failing_summarizer_is_left_alone_for_a_while() -> None:
     up["yes"] = True
     time.sleep(0.35)
     assert reducer.reduce(existing=history).summary == "gist" and len(calls) == 2
+
+
+def test_a_summary_block_anywhere_in_the_list_is_folded() -> None:
+    """A block that sits after the newest question (merged in from elsewhere) is folded
+    into the next summary too: the list keeps one block, right after the first message."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    summarize = Summarizer()
+    reducer = injecting(summarize, min_messages=3, max_messages=5)
+    first = reducer.reduce([HumanMessage(f"q{n}", id=f"q{n}") for n in range(6)]).surviving
+    block = next(m for m in first if is_summary(m))
+    moved = [
+        HumanMessage("q0", id="q0"),
+        *[HumanMessage(f"x{n}", id=f"x{n}") for n in range(4)],
+        HumanMessage("last", id="last"),
+        block,
+        AIMessage("a", id="a"),
+    ]
+    result = reducer.reduce(moved)
+    assert [i for i, m in enumerate(result.surviving) if is_summary(m)] == [1]
+    assert result.folded_summaries == [block] and summarize.calls[-1][0] is block

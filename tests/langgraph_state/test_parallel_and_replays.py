@@ -245,3 +245,30 @@ def test_an_overwrite_write_is_stored_as_given(merge: str) -> None:
     twice.add_edge(START, "b")
     with pytest.raises(InvalidUpdateError, match="Overwrite"):
         twice.compile().invoke({"messages": []})
+
+
+def test_a_subgraph_sharing_the_channel_leaves_one_summary_in_place() -> None:
+    """Parent and subgraph share the bounded channel: the child summarises, its list is
+    merged into the parent's (add_messages appends the child's block), and the parent
+    prunes the same messages: the parent recognises the block as its own (same id, no
+    second call), so the list holds one summary, right after the kept first message."""
+    calls: list[list[Any]] = []
+    reducer = _summarizing(calls)
+    state = _state(reducer.as_langgraph_reducer())
+
+    def work(current: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage("sub-a", id="sa"), AIMessage("sub-b", id="sb")]}
+
+    sub: StateGraph[Any] = StateGraph(state)
+    sub.add_node("work", work)
+    sub.add_edge(START, "work")
+    parent: StateGraph[Any] = StateGraph(state)
+    parent.add_node("child", sub.compile())
+    parent.add_edge(START, "child")
+    out = parent.compile().invoke(
+        {"messages": [HumanMessage(f"q{n}", id=f"q{n}") for n in range(6)]}
+    )
+    messages = out["messages"]
+    assert [i for i, m in enumerate(messages) if is_summary(m)] == [1]
+    assert len({m.id for m in messages}) == len(messages), "two messages share an id"
+    assert len(calls) == 1
