@@ -176,13 +176,23 @@ class ReducerConfig:
             raise error(
                 f"preserve_first must be True, False or 'system', got {self.preserve_first!r}"
             )
-        for name in ("cascade_tool_messages", "inject_summary", "dedupe_on_prune"):
+        for name in (
+            "cascade_tool_messages",
+            "inject_summary",
+            "dedupe_on_prune",
+            "start_on_human",
+        ):
             check_bool(name, getattr(self, name))
         check_callable("summarize_fn", self.summarize_fn)
         check_callable("summary_message_factory", self.summary_message_factory)
         if self.inject_summary and self.summarize_fn is None:
             raise ValueError(
                 "inject_summary=True needs summarize_fn: there is no summary to inject"
+            )
+        if self.summary_message_factory is not None and not self.inject_summary:
+            raise ValueError(
+                "summary_message_factory builds the injected summary block, but "
+                "inject_summary is False: it would never be used; set inject_summary=True"
             )
         hooks = self.on_prune
         if callable(hooks):

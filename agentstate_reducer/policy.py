@@ -276,13 +276,19 @@ def check_policy(policy: Sequence[Any] | None, *, token_mode: bool, can_summariz
 
     Raises:
         TypeError: An entry is not a ReductionStep.
-        ValueError: Ids repeat, a token step runs in count mode, ``Summarize`` has no
-            ``summarize_fn``, or a ``summarize_fn`` is set that no step would call.
+        ValueError: The policy is empty, ids repeat, a token step runs in count mode,
+            ``Summarize`` has no ``summarize_fn``, or a ``summarize_fn`` is set that no step
+            would call.
     """
     if policy is None:
         return
     if isinstance(policy, (str, bytes)) or not isinstance(policy, Sequence):
         raise TypeError(f"policy must be a list of reduction steps, got {policy!r}")
+    if not policy:
+        raise ValueError(
+            "policy is empty: no step would ever prune, so the list would grow unbounded; "
+            "leave policy=None for the default ([DropOldest()] or [Summarize()])"
+        )
     seen: set[str] = set()
     for index, step in enumerate(policy):
         if not isinstance(step, ReductionStep):

@@ -87,15 +87,22 @@ def summary_id(folded: Sequence[Any], pruned: Sequence[Any]) -> str:
 
 
 def mark_summary(message: Any) -> Any:
-    """A copy of ``message`` marked as a summary (``lc_source = "summarization"``).
+    """A copy of ``message`` marked as a summary.
 
-    Works on LangChain messages (in ``additional_kwargs``), LangChain's serialised form
-    (in ``data.additional_kwargs``) and dicts (a top-level ``lc_source`` key).
+    LangChain messages get ``additional_kwargs["lc_source"] = "summarization"``, LangChain's
+    serialised form the same in ``data.additional_kwargs``, LangChain-shaped dicts (a
+    ``type`` key) a top-level ``lc_source`` key. A plain OpenAI-format dict (a ``role``
+    key) gets no key a provider would refuse: its text is given the header line
+    :data:`~agentstate_reducer.messages.SUMMARY_HEADER` instead (when it is a string;
+    otherwise the ``lc_source`` key).
 
     Raises:
         TypeError: ``message`` is another kind of object.
     """
     if isinstance(message, Mapping):
+        content = message.get("content")
+        if "role" in message and isinstance(content, str) and not is_serialized(message):
+            return {**message, "content": SUMMARY_HEADER + content}
         if is_serialized(message):
             data = dict(message["data"])
             data["additional_kwargs"] = {
@@ -235,9 +242,9 @@ def factory_builder(
 
     def build(summary: str, block_id: str, pruned_count: int) -> list[Any]:
         block = factory(summary, pruned_count)
-        if not isinstance(block, list):
+        if not isinstance(block, list) or not block:
             raise TypeError(
-                f"summary_message_factory must return a list of messages, got {block!r}"
+                f"summary_message_factory must return a non-empty list of messages, got {block!r}"
             )
         out = []
         for index, message in enumerate(block):

@@ -85,3 +85,64 @@ def test_a_step_text_of_the_wrong_type_is_a_type_error() -> None:
         ClearToolOutputs(placeholder=3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"TruncateLargest\.marker"):
         TruncateLargest(marker=None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"start_on_human": "no"}, TypeError, r"start_on_human must be True or False, got 'no'"),
+        ({"policy": []}, ValueError, r"policy is empty"),
+        (
+            {"summary_message_factory": lambda text, n: [{"role": "user", "content": text}]},
+            ValueError,
+            r"summary_message_factory .* inject_summary is False",
+        ),
+    ],
+)
+def test_silent_configs_are_refused(kwargs: dict[str, Any], error: type, match: str) -> None:
+    """Settings that would silently do nothing (an empty policy never prunes, a factory
+    without injection is never used, a non-bool flag reads as on) are refused."""
+    with pytest.raises(error, match=match):
+        ReducerConfig(**kwargs)
+
+
+def test_a_factory_returning_no_messages_is_refused_when_it_runs() -> None:
+    """An empty summary block would lose the folded summary: a TypeError, nothing pruned."""
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=1,
+            max_messages=2,
+            summarize_fn=lambda messages: "s",
+            inject_summary=True,
+            summary_message_factory=lambda text, n: [],
+        )
+    )
+    with pytest.raises(TypeError, match="non-empty list of messages"):
+        reducer.reduce([{"role": "user", "content": str(n)} for n in range(4)])
+
+
+#: Every LangGraph entry point that takes the reducer, as ``build(reducer)``.
+REDUCER_ENTRY_POINTS: dict[str, Callable[[Any], object]] = {
+    "create_reduction_node": lambda r: create_reduction_node(r),
+    "create_reduction_step_node": lambda r: create_reduction_step_node(r, "drop_oldest"),
+    "make_pre_model_hook": lambda r: make_pre_model_hook(r),
+    "ReducerMiddleware": lambda r: _middleware(r),
+    "ReducingCheckpointSaver": lambda r: ReducingCheckpointSaver(InMemorySaver(), r),
+    "CheckpointReduction": lambda r: CheckpointReduction(r),
+}
+
+
+def _middleware(reducer: Any) -> object:
+    from agentstate_reducer.langgraph.agents import ReducerMiddleware
+
+    return ReducerMiddleware(reducer)
+
+
+@pytest.mark.parametrize("entry", sorted(REDUCER_ENTRY_POINTS))
+def test_something_other_than_a_reducer_is_a_type_error(entry: str) -> None:
+    """None, or a ReducerConfig passed where a MessageReducer goes, is a TypeError naming
+    what is expected, never an AttributeError from inside."""
+    with pytest.raises(TypeError, match="MessageReducer"):
+        REDUCER_ENTRY_POINTS[entry](None)
+    with pytest.raises(TypeError, match="MessageReducer"):
+        REDUCER_ENTRY_POINTS[entry](ReducerConfig())

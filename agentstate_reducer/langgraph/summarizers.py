@@ -88,6 +88,14 @@ def transcript(messages: Sequence[Any]) -> str:
     return "\n".join(lines)
 
 
+def _answer(reply: Any) -> str:
+    """The summary text of a model's reply; an empty one is an error."""
+    text = _text(getattr(reply, "content", reply)).strip()
+    if not text:
+        raise ValueError("the summary model answered with no text")
+    return text
+
+
 def _text(content: Any) -> str:
     if content is None:
         return ""
@@ -118,12 +126,17 @@ class LLMSummarizer:
             summarised in parts, folded one into the next.
         token_counter: ``(text) -> int`` for the input budget; our offline estimate by
             default.
-        retries: Extra attempts for a failing model call.
+        retries: Extra attempts for a failing model call (the chat model may retry by
+            itself too; the reducer also leaves a failing summarizer alone for a while).
         retry_delay: Seconds before the first retry (doubled each time).
+
+    A model that answers with no text is a failure too (an empty summary would silently
+    drop what was pruned from the running summary).
 
     Raises:
         TypeError: ``model`` has no ``invoke``, or an argument has the wrong type.
-        ValueError: A budget or count is out of range.
+        ValueError: A budget or count is out of range, or ``prompt`` has a placeholder
+            other than ``{max_words}``.
     """
 
     def __init__(
@@ -134,13 +147,20 @@ class LLMSummarizer:
         max_summary_tokens: int = 512,
         max_input_tokens: int = 12_000,
         token_counter: Callable[[str], int] | None = None,
-        retries: int = 2,
-        retry_delay: float = 1.0,
+        retries: int = 1,
+        retry_delay: float = 0.5,
     ) -> None:
         if not callable(getattr(model, "invoke", None)):
             raise TypeError(f"LLMSummarizer needs a LangChain chat model, got {model!r}")
         self.model = model
         self.prompt = check_name("LLMSummarizer.prompt", prompt)
+        try:
+            prompt.format(max_words=1)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"LLMSummarizer.prompt has a placeholder other than {{max_words}} ({exc!r}): "
+                "write literal braces as {{ and }}"
+            ) from None
         self.max_summary_tokens = check_int(
             "LLMSummarizer.max_summary_tokens", max_summary_tokens, minimum=1
         )
@@ -159,19 +179,29 @@ class LLMSummarizer:
         model = type(self.model).__name__
         return f"LLMSummarizer({model}, max_summary_tokens={self.max_summary_tokens})"
 
-    def __call__(self, messages: list[Any]) -> str | None:
-        """Summarise ``messages`` (the running summary first, if any) with ``invoke``."""
-        summary, parts = self._split(messages)
-        for part in parts:
-            summary = self._with_retries(summary, part)
-        return summary or None
+    def __call__(self, messages: list[Any]) -> str:
+        """Summarise ``messages`` (the running summary first, if any) with ``invoke``.
 
-    async def acall(self, messages: list[Any]) -> str | None:
-        """Async ``__call__``, with ``ainvoke``."""
+        Raises:
+            ValueError: The model answered with no text, after the retries.
+            Exception: What the model raised, after the retries.
+        """
         summary, parts = self._split(messages)
         for part in parts:
-            summary = await self._awith_retries(summary, part)
-        return summary or None
+            summary = self._with_retries(self._request(summary, part))
+        return summary
+
+    async def acall(self, messages: list[Any]) -> str:
+        """Async ``__call__``, with ``ainvoke``.
+
+        Raises:
+            ValueError: The model answered with no text, after the retries.
+            Exception: What the model raised, after the retries.
+        """
+        summary, parts = self._split(messages)
+        for part in parts:
+            summary = await self._awith_retries(self._request(summary, part))
+        return summary
 
     # -- building the calls --------------------------------------------------------------
 
@@ -217,21 +247,19 @@ class LLMSummarizer:
         )
         return [SystemMessage(self.prompt.format(max_words=words)), HumanMessage(body)]
 
-    def _invoke(self, previous: str, part: str) -> str:
+    def _invoke(self, request: list[BaseMessage]) -> str:
         self.calls += 1
-        reply = self.model.invoke(self._request(previous, part), config=_CALL_CONFIG)
-        return _text(reply.content).strip()
+        return _answer(self.model.invoke(request, config=_CALL_CONFIG))
 
-    async def _ainvoke(self, previous: str, part: str) -> str:
+    async def _ainvoke(self, request: list[BaseMessage]) -> str:
         self.calls += 1
-        reply = await self.model.ainvoke(self._request(previous, part), config=_CALL_CONFIG)
-        return _text(reply.content).strip()
+        return _answer(await self.model.ainvoke(request, config=_CALL_CONFIG))
 
-    def _with_retries(self, previous: str, part: str) -> str:
+    def _with_retries(self, request: list[BaseMessage]) -> str:
         delay = self.retry_delay
         for attempt in range(self.retries + 1):
             try:
-                return self._invoke(previous, part)
+                return self._invoke(request)
             except Exception:
                 if attempt == self.retries:
                     raise
@@ -239,11 +267,11 @@ class LLMSummarizer:
                 delay *= 2
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _awith_retries(self, previous: str, part: str) -> str:
+    async def _awith_retries(self, request: list[BaseMessage]) -> str:
         delay = self.retry_delay
         for attempt in range(self.retries + 1):
             try:
-                return await self._ainvoke(previous, part)
+                return await self._ainvoke(request)
             except Exception:
                 if attempt == self.retries:
                     raise

@@ -190,3 +190,28 @@ async def test_an_async_summarizer_in_the_saver_does_not_stall_the_loop() -> Non
         await graph.ainvoke(turn(n), cfg)
     ticks = await ticks_while(graph.ainvoke(turn(3), cfg), at_least=0.4)
     assert ticks >= 15, f"the event loop stalled: {ticks} ticks in a 0.4 s summary"
+
+
+def test_a_prompt_with_stray_braces_is_refused_when_built() -> None:
+    """A prompt with a JSON example (literal braces) would fail every call: a ValueError at
+    once, saying how to write braces."""
+    with pytest.raises(ValueError, match=r"write literal braces as \{\{"):
+        LLMSummarizer(_model(Echo()), prompt='Answer as {"facts": [...]} in {max_words} words')
+    LLMSummarizer(_model(Echo()), prompt='Answer as {{"facts": [...]}} in {max_words} words')
+
+
+def test_an_empty_answer_is_a_failure_not_an_empty_summary() -> None:
+    """An empty reply would drop the pruned turns from the running summary unseen: it is
+    an error (retried, then SummaryError or, in keep mode, every message kept)."""
+    summarizer = LLMSummarizer(_model(lambda messages: "  "), retries=1, retry_delay=0.0)
+    with pytest.raises(ValueError, match="no text"):
+        summarizer([HumanMessage("q")])
+    assert summarizer.calls == 2
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=2, max_messages=3, summarize_fn=summarizer, inject_summary=True
+        )
+    )
+    history = [HumanMessage(f"q{n}", id=f"q{n}") for n in range(5)]
+    kept = reducer.reduce(history, on_prune_error="keep")
+    assert kept.surviving == history and kept.summary_error is not None
