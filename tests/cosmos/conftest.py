@@ -55,7 +55,7 @@ def saver_kwargs(server: CosmosTestServer, **overrides: Any) -> dict[str, Any]:
 def raw_container(server: CosmosTestServer, container: str) -> Any:
     """A plain azure.cosmos container client on the test server (TLS verified), for tests that
     inspect or alter stored documents directly."""
-    from agentstate_cosmosdb._base import tls_hook
+    from agentstate_cosmosdb.settings import tls_hook
     from azure.cosmos import CosmosClient
 
     client = CosmosClient(

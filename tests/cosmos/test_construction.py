@@ -16,7 +16,7 @@ from agentstate_cosmosdb import (
     CosmosSaverError,
     CosmosUnavailableError,
 )
-from agentstate_cosmosdb._base import tls_hook
+from agentstate_cosmosdb.settings import tls_hook
 from azure.core.credentials import AccessToken
 from azure.cosmos import CosmosClient, PartitionKey
 from azure.cosmos.aio import CosmosClient as AsyncCosmosClient

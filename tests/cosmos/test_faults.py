@@ -13,7 +13,7 @@ from agentstate_cosmosdb import (
     CosmosThrottledError,
     CosmosUnavailableError,
 )
-from agentstate_cosmosdb._base import blob_id, checkpoint_doc_id, head_id, partition_key
+from agentstate_cosmosdb.schema import blob_id, checkpoint_doc_id, head_id, partition_key
 from azure.core.exceptions import AzureError
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.base.id import uuid6

@@ -6,7 +6,6 @@ partition (partition key path ``/pk``), the latest checkpoint found by point rea
 value stored once per version, large values split across documents.
 """
 
-from agentstate_cosmosdb._base import PARTITION_KEY_PATH
 from agentstate_cosmosdb.aio import AsyncCosmosDBSaver
 from agentstate_cosmosdb.errors import (
     CosmosConfigurationError,
@@ -18,6 +17,7 @@ from agentstate_cosmosdb.errors import (
     CosmosUnavailableError,
 )
 from agentstate_cosmosdb.saver import CosmosDBSaver
+from agentstate_cosmosdb.schema import PARTITION_KEY_PATH
 
 __all__ = [
     "PARTITION_KEY_PATH",

@@ -37,17 +37,11 @@ sees a checkpoint with missing values.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
-import os
 import random
-import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -64,515 +58,122 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from agentstate_cosmosdb.documents import (
+    EMPTY as _EMPTY,
+)
+from agentstate_cosmosdb.documents import (
+    b64,
+    json_safe,
+    metadata_matches,
+    split_chunks,
+    strip_system_fields,
+    unb64,
+)
+from agentstate_cosmosdb.documents import (
+    origin_in as _origin_in,
+)
+from agentstate_cosmosdb.documents import (
+    origin_of as _origin_of,
+)
+from agentstate_cosmosdb.documents import (
+    pushdown_value as _pushdown_value,
+)
 from agentstate_cosmosdb.errors import (
     CosmosConfigurationError,
     CosmosItemTooLargeError,
     CosmosOperationError,
-    CosmosSaverError,
-    CosmosThrottledError,
-    CosmosUnavailableError,
+    map_sdk_error,
+)
+from agentstate_cosmosdb.heads import HeadCache, HeadState
+from agentstate_cosmosdb.ops import (
+    Batch,
+    Create,
+    Delete,
+    Emit,
+    Op,
+    Outcome,
+    Query,
+    Read,
+    Replace,
+    Step,
+    Upsert,
+    batch_failure,
+    batch_operations,
+)
+from agentstate_cosmosdb.schema import (
+    KIND_BLOB,
+    KIND_CHECKPOINT,
+    KIND_CHUNK,
+    KIND_HEAD,
+    KIND_VALUES,
+    KIND_WRITE_VALUE,
+    KIND_WRITES,
+    ORDER_NEWEST_FIRST_SQL,
+    PARTITION_KEY_PATH,
+    SCHEMA_VERSION,
+    SELECT_CHECKPOINTS_SQL,
+    SELECT_LATEST_IN_NS_SQL,
+    SELECT_RUN_CHECKPOINTS_SQL,
+    SELECT_THREAD_DOCS_SQL,
+    SELECT_THREAD_INDEX_SQL,
+    SELECT_TOP_CHECKPOINTS_SQL,
+    WHERE_BEFORE_SQL,
+    WHERE_CHECKPOINT_ID_SQL,
+    WHERE_METADATA_SQL,
+    WHERE_NS_SQL,
+    WHERE_THREAD_SQL,
+    blob_id,
+    checkpoint_doc_id,
+    chunk_id,
+    head_id,
+    partition_key,
+    write_value_id,
+    writes_doc_id,
+)
+from agentstate_cosmosdb.settings import (
+    ClientSettings,
+    missing_container_message,
+    proxy_env_present,
+    resolve_settings,
+    scrub,
+    tls_hook,
+    wrong_partition_key_message,
 )
 
 if TYPE_CHECKING:
     from agentstate_reducer import MessageReducer
     from agentstate_reducer.langgraph.saver import CheckpointReduction
 
-__all__ = ["PARTITION_KEY_PATH", "BaseCosmosDBSaver"]
+__all__ = [
+    "CONFLICT",
+    "PARTITION_KEY_PATH",
+    "PRECONDITION_FAILED",
+    "BaseCosmosDBSaver",
+    "ClientSettings",
+    "batch_failure",
+    "batch_operations",
+    "map_sdk_error",
+    "missing_container_message",
+    "proxy_env_present",
+    "resolve_settings",
+    "scrub",
+    "tls_hook",
+    "wrong_partition_key_message",
+]
 
-# --------------------------------------------------------------------------------------------
-# Constants: document schema, sizes, queries
-# --------------------------------------------------------------------------------------------
-
-PARTITION_KEY_PATH = "/pk"
-"""Partition key path of the checkpoint container."""
-
-ENDPOINT_ENV = "COSMOSDB_ENDPOINT"
-KEY_ENV = "COSMOSDB_KEY"
-
-KIND_HEAD = "head"
-KIND_CHECKPOINT = "checkpoint"
-KIND_BLOB = "blob"
-KIND_CHUNK = "chunk"
-KIND_WRITES = "writes"
-KIND_WRITE_VALUE = "write_value"
-KIND_VALUES = "values"
-
-SCHEMA_VERSION = 1
-
-CHUNK_BYTES = 1_000_000
-"""Serialized bytes per document; base64 makes this 1.33 MB, under the 2 MB item limit."""
-
-INLINE_PRIMITIVE_BYTES = 1024
-"""Primitive channel values up to this size live in the checkpoint document, as in PostgresSaver."""
-
-HEAD_CACHE_BYTES = 1_000_000
-"""Budget of encoded channel values copied into the head document."""
-
-OWN_VALUE_BYTES = 256 * 1024
-"""Encoded new values up to this size are stored inside their checkpoint document..."""
-
-OWN_VALUES_BYTES = 1_000_000
-"""... as long as that document's own values stay within this budget."""
-
-WRITE_INLINE_BYTES = 32 * 1024
-"""Pending-write values larger than this get their own document."""
-
-WRITES_DOC_BYTES = 1_800_000
-"""Largest writes document the saver will send (the service limit is 2 MB)."""
-
-BATCH_MAX_OPS = 100
-"""Operations per transactional batch (the service's limit)."""
-
-BATCH_BYTES = 1_800_000
-"""Largest batch the saver sends (the service limits a batch request to 2 MB)."""
-
-CAS_ATTEMPTS = 16
-"""Optimistic-concurrency retries for the head and writes documents."""
-
-_SYSTEM_FIELDS = ("_rid", "_self", "_etag", "_ts", "_attachments", "_lsn")
-
-# Every query is parameterised; clauses are appended in this order.
-SELECT_CHECKPOINTS_SQL = "SELECT * FROM c WHERE c.kind = 'checkpoint'"
-SELECT_TOP_CHECKPOINTS_SQL = "SELECT TOP @limit * FROM c WHERE c.kind = 'checkpoint'"
-WHERE_THREAD_SQL = " AND c.pk = @pk AND c.thread_id = @thread_id"
-WHERE_NS_SQL = " AND c.ns = @ns"
-WHERE_CHECKPOINT_ID_SQL = " AND c.checkpoint_id = @checkpoint_id"
-WHERE_BEFORE_SQL = " AND c.checkpoint_id < @before"
-WHERE_METADATA_SQL = " AND c.metadata[@mk{i}] = @mv{i}"
-ORDER_NEWEST_FIRST_SQL = " ORDER BY c.checkpoint_id DESC"
-
-SELECT_THREAD_DOCS_SQL = "SELECT * FROM c WHERE c.pk = @pk AND c.thread_id = @thread_id"
-SELECT_THREAD_INDEX_SQL = (
-    "SELECT c.id, c.kind, c.ns, c.checkpoint_id, c.versions, c.origins, c.inline, c.empty,"
-    " c.blob_id"
-    " FROM c WHERE c.pk = @pk AND c.thread_id = @thread_id"
-)
-SELECT_RUN_CHECKPOINTS_SQL = (
-    "SELECT c.id, c.pk, c.thread_id, c.ns, c.checkpoint_id FROM c"
-    " WHERE c.kind = 'checkpoint' AND ARRAY_CONTAINS(@run_ids, c.metadata.run_id)"
-)
-SELECT_LATEST_IN_NS_SQL = (
-    "SELECT TOP 1 * FROM c WHERE c.kind = 'checkpoint' AND c.pk = @pk"
-    " AND c.thread_id = @thread_id AND c.ns = @ns ORDER BY c.checkpoint_id DESC"
-)
-# --------------------------------------------------------------------------------------------
-# Storage operations yielded by the operation generators
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Read:
-    """Point-read one document; result: the document, or None when it does not exist."""
-
-    id: str
-    pk: str
-
-
-@dataclass(frozen=True)
-class Upsert:
-    """Create or replace a document; result: the stored document."""
-
-    doc: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Create:
-    """Create a document; result: the stored document, or CONFLICT if the id exists."""
-
-    doc: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Replace:
-    """Replace a document if its etag still matches; result: the document or PRECONDITION_FAILED.
-
-    PRECONDITION_FAILED is also the result when the document no longer exists.
-    """
-
-    doc: dict[str, Any]
-    etag: str
-
-
-@dataclass(frozen=True)
-class Delete:
-    """Delete a document; result: True, or False when it did not exist."""
-
-    id: str
-    pk: str
-
-
-@dataclass(frozen=True)
-class Query:
-    """Run a parameterised query; result: every matching document.
-
-    ``pk`` None means a cross-partition query (never used on a hot path).
-    """
-
-    sql: str
-    parameters: tuple[tuple[str, Any], ...]
-    pk: str | None
-
-
-@dataclass(frozen=True)
-class Batch:
-    """Apply operations in one partition atomically (a transactional batch).
-
-    Result: one result per operation (the stored or read document), or PRECONDITION_FAILED /
-    CONFLICT when an operation failed for that reason, in which case none was applied.
-    """
-
-    pk: str
-    ops: tuple[Upsert | Create | Replace | Read | Delete, ...]
-
-
-@dataclass(frozen=True)
-class Emit:
-    """Not storage: hand one result to the caller of a streaming operation (list)."""
-
-    value: CheckpointTuple
-
-
-CONFLICT = "conflict"
-PRECONDITION_FAILED = "precondition_failed"
-
-Op = Union[Read, Upsert, Create, Replace, Delete, Query, Batch]  # noqa: UP007 (runtime alias)
-Step = Union[Op, Sequence[Op], Emit]  # noqa: UP007
+CONFLICT = Outcome.CONFLICT
+PRECONDITION_FAILED = Outcome.PRECONDITION_FAILED
 Ops = Generator[Step, Any, Any]
 
-# --------------------------------------------------------------------------------------------
-# Ids, encoding, chunking
-# --------------------------------------------------------------------------------------------
-
-
-def digest(*parts: object) -> str:
-    """Return a 32-character url-safe id fragment for ``parts`` (a 192-bit SHA-256 prefix)."""
-    raw = json.dumps([str(p) for p in parts], ensure_ascii=False, separators=(",", ":"))
-    return base64.urlsafe_b64encode(hashlib.sha256(raw.encode("utf-8")).digest()[:24]).decode()
-
-
-def partition_key(thread_id: str) -> str:
-    """Partition key value of a thread: all of its documents share it."""
-    return digest("thread", thread_id)
-
-
-def head_id(ns: str) -> str:
-    """Id of the head document of one namespace."""
-    return "h." + digest(ns)
-
-
-def checkpoint_doc_id(ns: str, checkpoint_id: str) -> str:
-    """Id of a checkpoint document."""
-    return "c." + digest(ns, checkpoint_id)
-
-
-def blob_id(ns: str, channel: str, version: str) -> str:
-    """Id of the document holding one channel value at one version."""
-    return "b." + digest(ns, channel, version)
-
-
-def writes_doc_id(ns: str, checkpoint_id: str) -> str:
-    """Id of the pending-writes document of one checkpoint."""
-    return "w." + digest(ns, checkpoint_id)
-
-
-def write_value_id(ns: str, checkpoint_id: str, task_id: str, idx: int, call: str) -> str:
-    """Id of the document holding one large pending-write value of one put_writes call."""
-    return "v." + digest(ns, checkpoint_id, task_id, idx, call)
-
-
-def chunk_id(base_id: str, index: int) -> str:
-    """Id of the ``index``-th continuation chunk (1-based) of a large value."""
-    return f"{base_id}.{index}"
-
-
-def b64(data: bytes) -> str:
-    """Encode bytes for a JSON document."""
-    return base64.b64encode(data).decode("ascii")
-
-
-def unb64(text: str) -> bytes:
-    """Decode :func:`b64`."""
-    return base64.b64decode(text)
-
-
-def split_chunks(data: bytes) -> list[bytes]:
-    """Split serialized bytes into pieces of at most CHUNK_BYTES (at least one piece)."""
-    if len(data) <= CHUNK_BYTES:
-        return [data]
-    return [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)]
-
-
-def json_safe(value: Any) -> Any:
-    """Return the part of ``value`` that Cosmos DB stores exactly, for metadata filters.
-
-    Integers beyond 2**53 and non-JSON values are dropped (the typed copy keeps them).
-    """
-    if value is None or isinstance(value, (str, bool)):
-        return value
-    if isinstance(value, int):
-        return value if abs(value) <= 2**53 else _DROP
-    if isinstance(value, float):
-        return value if value == value and value not in (float("inf"), float("-inf")) else _DROP
-    if isinstance(value, Mapping):
-        out = {}
-        for k, v in value.items():
-            safe = json_safe(v)
-            if safe is not _DROP and isinstance(k, str):
-                out[k] = safe
-        return out
-    if isinstance(value, (list, tuple)):
-        items = [json_safe(v) for v in value]
-        return [v for v in items if v is not _DROP]
-    return _DROP
-
-
-_DROP = object()
-
-
-def metadata_matches(metadata: Mapping[str, Any], filter: Mapping[str, Any]) -> bool:
-    """PostgreSQL ``metadata @> filter`` containment, evaluated in Python."""
-    return all(k in metadata and _contains(metadata[k], v) for k, v in filter.items())
-
-
-def _contains(actual: Any, expected: Any) -> bool:
-    if isinstance(expected, Mapping):
-        return isinstance(actual, Mapping) and all(
-            k in actual and _contains(actual[k], v) for k, v in expected.items()
-        )
-    if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
-        return all(any(_contains(a, e) for a in actual) for e in expected)
-    return bool(actual == expected and type(actual) is type(expected)) or (
-        isinstance(actual, (int, float))
-        and isinstance(expected, (int, float))
-        and not isinstance(actual, bool)
-        and not isinstance(expected, bool)
-        and actual == expected
-    )
-
-
-def _pushdown_value(value: Any) -> bool:
-    """Whether a metadata filter value can be compared exactly inside a Cosmos query."""
-    if isinstance(value, (bool, str)):
-        return True
-    return isinstance(value, int) and abs(value) <= 2**53
-
-
-def strip_system_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """Copy a stored document without the fields the service adds."""
-    return {k: v for k, v in doc.items() if k not in _SYSTEM_FIELDS}
-
-
-# --------------------------------------------------------------------------------------------
-# Configuration
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ClientSettings:
-    """How a saver reaches its container (validated; the credential is never shown)."""
-
-    endpoint: str | None
-    credential: Any = field(repr=False)
-    key_auth: bool
-    database_name: str
-    container_name: str
-    create_if_missing: bool
-    verify: bool | str
-
-
-def resolve_settings(
-    *,
-    database_name: str,
-    container_name: str,
-    endpoint: str | None,
-    credential: Any,
-    has_client: bool,
-    create_if_missing: bool | None,
-    connection_verify: bool | str,
-) -> ClientSettings:
-    """Validate construction arguments, filling endpoint and key from the environment.
-
-    Raises:
-        CosmosConfigurationError: A name is empty, ``client=`` is combined with ``endpoint=`` or
-            ``credential=``, or no endpoint or credential is given or set in the environment.
-    """
-    for label, value in (("database_name", database_name), ("container_name", container_name)):
-        if not isinstance(value, str) or not value:
-            raise CosmosConfigurationError(f"{label} must be a non-empty string, got {value!r}")
-    if not isinstance(connection_verify, (bool, str)):
-        raise CosmosConfigurationError(
-            "connection_verify must be True, False or the path of a CA bundle, "
-            f"got {type(connection_verify).__name__}"
-        )
-    if has_client:
-        if endpoint is not None or credential is not None:
-            raise CosmosConfigurationError(
-                "pass either client= or endpoint=/credential=, not both: the saver uses the "
-                "client as given"
-            )
-        return ClientSettings(
-            endpoint=None,
-            credential=None,
-            key_auth=False,
-            database_name=database_name,
-            container_name=container_name,
-            create_if_missing=bool(create_if_missing),
-            verify=connection_verify,
-        )
-    endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or None
-    if endpoint is None:
-        raise CosmosConfigurationError(
-            f"no Cosmos DB endpoint: pass endpoint= or set {ENDPOINT_ENV} "
-            "(e.g. https://<account>.documents.azure.com:443/)"
-        )
-    if credential is None:
-        credential = os.environ.get(KEY_ENV) or None
-    if credential is None:
-        raise CosmosConfigurationError(
-            f"no Cosmos DB credential: pass credential= (an account key or an azure-identity "
-            f"TokenCredential) or set {KEY_ENV}"
-        )
-    key_auth = isinstance(credential, str)
-    return ClientSettings(
-        endpoint=endpoint,
-        credential=credential,
-        key_auth=key_auth,
-        database_name=database_name,
-        container_name=container_name,
-        create_if_missing=key_auth if create_if_missing is None else create_if_missing,
-        verify=connection_verify,
-    )
-
-
-def missing_container_message(settings: ClientSettings, what: str) -> str:
-    """Say exactly what to create when the database or container is missing."""
-    return (
-        f"Cosmos DB {what} not found: database {settings.database_name!r}, container "
-        f"{settings.container_name!r}. Create the container with partition key path "
-        f"'{PARTITION_KEY_PATH}' (for example: az cosmosdb sql container create "
-        f"--database-name {settings.database_name} --name {settings.container_name} "
-        f"--partition-key-path {PARTITION_KEY_PATH} ...), or build the saver with an account "
-        "key (or create_if_missing=True) to let it create them."
-    )
-
-
-def wrong_partition_key_message(settings: ClientSettings, paths: object) -> str:
-    """Explain a container created with another partition key."""
-    return (
-        f"container {settings.container_name!r} has partition key {paths!r}; the saver needs "
-        f"partition key path '{PARTITION_KEY_PATH}'. Use another container or recreate it."
-    )
-
-
-def tls_hook(verify: bool | str, user_hook: Any = None) -> Any:
-    """Return a ``raw_request_hook`` that keeps TLS verification as configured.
-
-    The SDK turns certificate verification off by itself for ``localhost`` and ``127.0.0.1``;
-    this hook restores the saver's setting on every request (and then calls ``user_hook``).
-    """
-
-    def hook(request: Any) -> None:
-        request.context.options["connection_verify"] = verify
-        request.context.options.pop("connection_cert", None)
-        if user_hook is not None:
-            user_hook(request)
-
-    return hook
-
-
-_PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
-
-
-def proxy_env_present() -> bool:
-    """Whether proxy environment variables are set.
-
-    Without them the saver's transport skips reading the environment on every request (which
-    costs about half a millisecond per request in ``requests``).
-    """
-    return any(os.environ.get(name) for name in _PROXY_ENV)
-
-
-def requests_verify(verify: bool | str) -> bool | str:
-    """The ``verify`` value for ``requests``: a CA bundle from the environment when True."""
-    if verify is True:
-        return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
-    return verify
-
-
-def scrub(text: str, secret: Any) -> str:
-    """Remove ``secret`` (an account key) from ``text``."""
-    if isinstance(secret, str) and len(secret) >= 8:
-        text = text.replace(secret, "***")
-    return text
-
-
-# --------------------------------------------------------------------------------------------
-# Head cache: what this process last knew of each head document
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class HeadState:
-    """The last head document this process saw or wrote for one (thread, namespace)."""
-
-    checkpoint_id: str
-    etag: str
-    doc: dict[str, Any]
-    size: int = 0
-
-    @property
-    def cached(self) -> dict[str, list[Any]]:
-        return cast(dict[str, list[Any]], self.doc.get("cached") or {})
-
-    @property
-    def versions(self) -> dict[str, str]:
-        return cast(dict[str, str], self.doc.get("versions") or {})
-
-    @property
-    def empty(self) -> frozenset[str]:
-        return frozenset(self.doc.get("empty") or ())
-
-
-class HeadCache:
-    """A thread-safe LRU of :class:`HeadState`, keyed by (pk, thread_id, ns), bounded in bytes."""
-
-    def __init__(self, max_bytes: int = 64_000_000, max_entries: int = 4096) -> None:
-        self._max_bytes = max_bytes
-        self._max_entries = max_entries
-        self._bytes = 0
-        self._data: OrderedDict[tuple[str, str, str], HeadState] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, str, str]) -> HeadState | None:
-        with self._lock:
-            state = self._data.get(key)
-            if state is not None:
-                self._data.move_to_end(key)
-            return state
-
-    def set(self, key: tuple[str, str, str], state: HeadState) -> None:
-        with self._lock:
-            old = self._data.pop(key, None)
-            if old is not None:
-                self._bytes -= old.size
-            self._data[key] = state
-            self._bytes += state.size
-            while self._data and (
-                self._bytes > self._max_bytes or len(self._data) > self._max_entries
-            ):
-                _, evicted = self._data.popitem(last=False)
-                self._bytes -= evicted.size
-
-    def drop(self, key: tuple[str, str, str]) -> None:
-        with self._lock:
-            old = self._data.pop(key, None)
-            if old is not None:
-                self._bytes -= old.size
-
-    def drop_thread(self, pk: str, thread_id: str) -> None:
-        with self._lock:
-            for key in [k for k in self._data if k[0] == pk and k[1] == thread_id]:
-                self._bytes -= self._data.pop(key).size
+INLINE_PRIMITIVE_BYTES = 1024
+HEAD_CACHE_BYTES = 1_000_000
+OWN_VALUE_BYTES = 256 * 1024
+OWN_VALUES_BYTES = 1_000_000
+WRITE_INLINE_BYTES = 32 * 1024
+WRITES_DOC_BYTES = 1_800_000
+BATCH_MAX_OPS = 100
+BATCH_BYTES = 1_800_000
+CAS_ATTEMPTS = 16
 
 
 # --------------------------------------------------------------------------------------------
@@ -781,7 +382,7 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
             if len(batch) <= BATCH_MAX_OPS and _batch_size(batch) <= BATCH_BYTES:
                 self._heads.drop(key)
                 results = yield Batch(pk, tuple(batch))
-                if results not in (PRECONDITION_FAILED, CONFLICT):
+                if not isinstance(results, Outcome):
                     self._remember_head(key, results[-1])
                     return _stored_config(thread_id, ns, checkpoint_id)
                 # Another writer moved the head; nothing was written. Take the ordered path.
@@ -1371,11 +972,6 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
         return f"ttl={self.ttl!r}, reducer={'on' if self.message_reduction else 'off'}"
 
 
-# --------------------------------------------------------------------------------------------
-# Helpers
-# --------------------------------------------------------------------------------------------
-
-
 def _make_reduction(
     reducer: MessageReducer | None, messages_key: str, next_version: Any
 ) -> CheckpointReduction | None:
@@ -1395,110 +991,9 @@ def _make_reduction(
     return CheckpointReduction(reducer, messages_key, next_version=next_version)
 
 
-def map_sdk_error(exc: BaseException, action: str, secret: Any) -> CosmosSaverError:
-    """Map an Azure SDK exception to a :class:`CosmosSaverError` naming ``action``."""
-    from azure.core.exceptions import ServiceRequestError, ServiceResponseError
-    from azure.cosmos.exceptions import (
-        CosmosBatchOperationError,
-        CosmosClientTimeoutError,
-        CosmosHttpResponseError,
-    )
-
-    detail = scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, secret)[:300]
-    if isinstance(exc, (CosmosClientTimeoutError, ServiceRequestError, ServiceResponseError)):
-        return CosmosUnavailableError(
-            f"Cosmos DB could not be reached while trying to {action}: {detail}. Check that the "
-            "endpoint is right and reachable; the operation was not completed."
-        )
-    if isinstance(exc, (CosmosHttpResponseError, CosmosBatchOperationError)):
-        status = exc.status_code
-        if status == 429:
-            return CosmosThrottledError(
-                f"Cosmos DB kept throttling (429) while trying to {action}, after the SDK's "
-                "retries. Raise the container's throughput or the client's retry_total / "
-                "retry_backoff_max.",
-                status_code=status,
-            )
-        if status == 413:
-            return CosmosItemTooLargeError(
-                f"Cosmos DB refused an item as too large while trying to {action}: {detail}",
-                status_code=status,
-            )
-        if status in (401, 403):
-            return CosmosOperationError(
-                f"Cosmos DB refused the credential while trying to {action} (HTTP {status}). "
-                "Check the account key or the identity's data-plane role.",
-                status_code=status,
-            )
-        return CosmosOperationError(
-            f"Cosmos DB answered HTTP {status} while trying to {action}: {detail}",
-            status_code=status,
-        )
-    if isinstance(exc, OSError):
-        return CosmosUnavailableError(
-            f"Cosmos DB could not be reached while trying to {action}: {detail}"
-        )
-    return CosmosOperationError(f"Cosmos DB call failed while trying to {action}: {detail}")
-
-
-_EMPTY = "\x00empty"
-
-
-def _origin_in(parent: Mapping[str, Any] | None, channel: str, version: str) -> str | None:
-    """Where ``parent`` found ``channel`` at ``version``: a document id, _EMPTY, or None."""
-    if parent is None or (parent.get("versions") or {}).get(channel) != version:
-        return None
-    if channel in (parent.get("empty") or ()):
-        return _EMPTY
-    origin = (parent.get("origins") or {}).get(channel)
-    return str(origin) if origin else None
-
-
-def _origin_of(doc: Mapping[str, Any], channel: str, version: str) -> str | None:
-    """The id of the document holding ``channel``'s value for ``doc``; None when it has none
-    there (inline, cached in a head, or empty)."""
-    if channel in doc["inline"] or channel in (doc.get("cached") or {}):
-        return None
-    if channel in (doc.get("empty") or ()):
-        return None
-    origins = doc.get("origins")
-    if origins is None:
-        return blob_id(doc["ns"], channel, version)
-    origin = origins.get(channel)
-    return str(origin) if origin else None
-
-
 def _batch_size(ops: Sequence[Upsert | Replace]) -> int:
     docs = [op.doc for op in ops if isinstance(op, (Upsert, Create, Replace))]
     return len(json.dumps(docs, separators=(",", ":")))
-
-
-def batch_operations(ops: Sequence[Op]) -> list[tuple[Any, ...]]:
-    """The ``execute_item_batch`` form of a batch's operations."""
-    out: list[tuple[Any, ...]] = []
-    for op in ops:
-        if isinstance(op, Upsert):
-            out.append(("upsert", (op.doc,)))
-        elif isinstance(op, Create):
-            out.append(("create", (op.doc,)))
-        elif isinstance(op, Replace):
-            out.append(("replace", (op.doc["id"], op.doc), {"if_match_etag": op.etag}))
-        elif isinstance(op, Read):
-            out.append(("read", (op.id,)))
-        elif isinstance(op, Delete):
-            out.append(("delete", (op.id,)))
-        else:
-            raise TypeError(f"{type(op).__name__} cannot go in a transactional batch")
-    return out
-
-
-def batch_failure(status: int | None) -> str | None:
-    """The result a failed batch stands for, or None when the failure is a real error."""
-    if status in (404, 412):
-        return PRECONDITION_FAILED
-    if status == 409:
-        return CONFLICT
-    return None
 
 
 def _stored_config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:

@@ -34,17 +34,8 @@ from agentstate_cosmosdb._base import (
     PARTITION_KEY_PATH,
     PRECONDITION_FAILED,
     BaseCosmosDBSaver,
-    Batch,
     ClientSettings,
-    Create,
-    Delete,
-    Emit,
-    Op,
     Ops,
-    Query,
-    Read,
-    Replace,
-    Upsert,
     batch_failure,
     batch_operations,
     map_sdk_error,
@@ -58,6 +49,8 @@ from agentstate_cosmosdb.errors import (
     CosmosContainerNotFoundError,
     CosmosSaverError,
 )
+from agentstate_cosmosdb.ops import Batch, Create, Delete, Emit, Op, Query, Read, Replace, Upsert
+from agentstate_cosmosdb.settings import ssl_context
 
 if TYPE_CHECKING:
     from agentstate_reducer import MessageReducer
@@ -240,9 +233,8 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
                 if s.verify is False:
                     kwargs["connection_verify"] = False
                 elif "transport" not in kwargs:
-                    context = ssl.create_default_context(
-                        cafile=s.verify if isinstance(s.verify, str) else None
-                    )
+                    context = ssl_context(s.verify)
+                    assert context is not None  # verify is not False here
                     kwargs["transport"] = _VerifyingTransport(
                         context, use_env_settings=proxy_env_present()
                     )

@@ -34,23 +34,13 @@ from agentstate_cosmosdb._base import (
     PARTITION_KEY_PATH,
     PRECONDITION_FAILED,
     BaseCosmosDBSaver,
-    Batch,
     ClientSettings,
-    Create,
-    Delete,
-    Emit,
-    Op,
     Ops,
-    Query,
-    Read,
-    Replace,
-    Upsert,
     batch_failure,
     batch_operations,
     map_sdk_error,
     missing_container_message,
     proxy_env_present,
-    requests_verify,
     resolve_settings,
     tls_hook,
     wrong_partition_key_message,
@@ -60,6 +50,8 @@ from agentstate_cosmosdb.errors import (
     CosmosContainerNotFoundError,
     CosmosSaverError,
 )
+from agentstate_cosmosdb.ops import Batch, Create, Delete, Emit, Op, Query, Read, Replace, Upsert
+from agentstate_cosmosdb.settings import ca_bundle
 
 if TYPE_CHECKING:
     from agentstate_reducer import MessageReducer
@@ -248,7 +240,7 @@ class CosmosDBSaver(BaseCosmosDBSaver):
                 kwargs = dict(self._client_kwargs)
                 if s.verify is not False:
                     kwargs["raw_request_hook"] = tls_hook(
-                        requests_verify(s.verify), kwargs.get("raw_request_hook")
+                        ca_bundle(s.verify) or "", kwargs.get("raw_request_hook")
                     )
                 else:
                     kwargs["connection_verify"] = False
