@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 import traceback
 from typing import Any
@@ -239,7 +240,7 @@ def test_ttl_stamps_every_item(server: CosmosTestServer) -> None:
         _roundtrip(saver)
         saver.put_writes(
             saver.get_tuple(generate_config("t")).config,  # type: ignore[union-attr]
-            [("ch", "x" * 100_000)],
+            [("ch", os.urandom(100_000).hex())],
             "task",
         )
     items = raw_container(server, container)

@@ -1,5 +1,10 @@
 """LangGraph checkpoint savers on Azure Cosmos DB, with optional message reduction.
 
+Modules: ``schema`` (documents, ids, queries), ``settings`` (names, credentials, TLS),
+``ops`` (storage operations), ``documents`` (encoding, compression, reachability), ``heads``
+(the head cache), ``_base`` (every operation, written once), ``saver`` / ``aio`` (the sync and
+async SDK drivers), ``errors``, ``migrate`` (from langgraph-checkpoint-cosmosdb 0.4).
+
 ``CosmosDBSaver`` (sync, ``azure.cosmos``) and ``AsyncCosmosDBSaver`` (async,
 ``azure.cosmos.aio``) share one storage layout: all documents of a thread in one logical
 partition (partition key path ``/pk``), the latest checkpoint found by point reads, each channel
@@ -10,9 +15,13 @@ from agentstate_cosmosdb.aio import AsyncCosmosDBSaver
 from agentstate_cosmosdb.errors import (
     CosmosConfigurationError,
     CosmosContainerNotFoundError,
+    CosmosDataError,
     CosmosItemTooLargeError,
+    CosmosMissingDocumentError,
     CosmosOperationError,
+    CosmosSaverClosedError,
     CosmosSaverError,
+    CosmosSchemaError,
     CosmosThrottledError,
     CosmosUnavailableError,
 )
@@ -25,9 +34,13 @@ __all__ = [
     "CosmosConfigurationError",
     "CosmosContainerNotFoundError",
     "CosmosDBSaver",
+    "CosmosDataError",
     "CosmosItemTooLargeError",
+    "CosmosMissingDocumentError",
     "CosmosOperationError",
+    "CosmosSaverClosedError",
     "CosmosSaverError",
+    "CosmosSchemaError",
     "CosmosThrottledError",
     "CosmosUnavailableError",
 ]

@@ -10,9 +10,11 @@ a slow, obvious version (``tests/cosmos/test_documents.py``).
 from __future__ import annotations
 
 import base64
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from agentstate_cosmosdb.errors import CosmosConfigurationError, CosmosDataError
 from agentstate_cosmosdb.schema import (
     BLOB_PREFIX,
     KIND_BLOB,
@@ -24,11 +26,12 @@ from agentstate_cosmosdb.schema import (
     KIND_WRITES,
     SYSTEM_FIELDS,
     blob_id,
-    checkpoint_doc_id,
 )
 
 __all__ = [
     "b64",
+    "decode",
+    "encode",
     "json_safe",
     "metadata_matches",
     "reachable",
@@ -60,6 +63,96 @@ def split_chunks(data: bytes) -> list[bytes]:
     if len(data) <= CHUNK_BYTES:
         return [data]
     return [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)]
+
+
+# --------------------------------------------------------------------------------------------
+# Compression: every stored value carries its codec, so documents of any setting stay readable
+# --------------------------------------------------------------------------------------------
+
+COMPRESS_MIN_BYTES = 256
+"""Values shorter than this are stored as they are (compression would not pay)."""
+
+CODECS = ("zlib", "zstd")
+
+
+def _zstd() -> Any:
+    try:
+        import zstandard
+    except ImportError as exc:
+        raise CosmosConfigurationError(
+            "compression='zstd' (or reading values stored with it) needs the zstandard package: "
+            'pip install "agentstate-cosmosdb[zstd]"'
+        ) from exc
+    return zstandard
+
+
+def resolve_codec(compression: str | None) -> str | None:
+    """The codec new values are written with: ``"auto"`` is zstd when installed, else zlib.
+
+    Raises:
+        TypeError: ``compression`` is not a str or None.
+        CosmosConfigurationError: Unknown codec, or ``"zstd"`` without the zstandard package.
+    """
+    if compression is None:
+        return None
+    if not isinstance(compression, str):
+        raise TypeError(f"compression must be a str or None, got {type(compression).__name__}")
+    if compression == "auto":
+        try:
+            import zstandard  # noqa: F401
+        except ImportError:
+            return "zlib"
+        return "zstd"
+    if compression not in CODECS:
+        raise CosmosConfigurationError(
+            f"compression must be 'auto', 'zlib', 'zstd' or None, got {compression!r}"
+        )
+    if compression == "zstd":
+        _zstd()
+    return compression
+
+
+def compress(data: bytes, codec: str | None) -> tuple[bytes, str | None]:
+    """Compress ``data`` with ``codec`` when that makes it smaller; return (bytes, codec used)."""
+    if codec is None or len(data) < COMPRESS_MIN_BYTES:
+        return data, None
+    packed = (
+        _zstd().ZstdCompressor(level=3).compress(data)
+        if codec == "zstd"
+        else zlib.compress(data, 6)
+    )
+    if len(packed) >= len(data):
+        return data, None
+    return packed, codec
+
+
+def decompress(data: bytes, codec: str | None) -> bytes:
+    """Undo :func:`compress`.
+
+    Raises:
+        CosmosDataError: Unknown codec tag (written by a newer saver).
+        CosmosConfigurationError: A zstd value and no zstandard package.
+    """
+    if not codec:
+        return data
+    if codec == "zlib":
+        return zlib.decompress(data)
+    if codec == "zstd":
+        return bytes(_zstd().ZstdDecompressor().decompress(data))
+    raise CosmosDataError(f"a stored value uses the unknown codec {codec!r}")
+
+
+def encode(serde: Any, value: Any, codec: str | None) -> list[Any]:
+    """Serialize ``value`` into an Encoded list: ``[type, base64]`` or ``[type, base64, codec]``."""
+    type_, data = serde.dumps_typed(value)
+    packed, used = compress(data, codec)
+    return [type_, b64(packed), used] if used else [type_, b64(packed)]
+
+
+def decode(serde: Any, encoded: Sequence[Any]) -> Any:
+    """Undo :func:`encode` (also reads the two-element form of layout 1)."""
+    codec = encoded[2] if len(encoded) > 2 else None
+    return serde.loads_typed((encoded[0], decompress(unb64(encoded[1]), codec)))
 
 
 def strip_system_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -143,8 +236,10 @@ def origin_in(parent: Mapping[str, Any] | None, channel: str, version: str) -> s
 
 def origin_of(doc: Mapping[str, Any], channel: str, version: str) -> str | None:
     """The id of the document holding ``channel``'s value for ``doc``; None when it needs none
-    (inline, cached in a head, or empty)."""
+    (inline, in the document's own ``values``, cached in a layout-1 head, or empty)."""
     if channel in (doc.get("inline") or {}) or channel in (doc.get("cached") or {}):
+        return None
+    if channel in (doc.get("values") or {}):
         return None
     if channel in (doc.get("empty") or ()):
         return None
@@ -158,15 +253,14 @@ def origin_of(doc: Mapping[str, Any], channel: str, version: str) -> str | None:
 def references(doc: Mapping[str, Any]) -> list[str]:
     """The ids of the value documents a checkpoint or head document needs, besides itself.
 
-    Chunks and pending writes are found from these and from the checkpoint id; this is the
-    list of *holders*: blob documents and the checkpoint (or ``values``) documents whose
-    ``values`` carry an inherited channel.
+    These are its *holders*: blob documents, and the checkpoint (or ``values``) documents
+    whose ``values`` carry a channel it inherited; for a head, also its own checkpoint
+    document. Chunks are found from the holders, pending writes from the checkpoint id.
     """
-    own = checkpoint_doc_id(doc["ns"], doc["checkpoint_id"])
     out: list[str] = []
     for channel, version in (doc.get("versions") or {}).items():
         origin = origin_of(doc, channel, version)
-        if origin is not None and origin != own and origin not in out:
+        if origin is not None and origin != doc["id"] and origin not in out:
             out.append(origin)
     return out
 

@@ -29,11 +29,15 @@ class HeadState:
     doc: dict[str, Any]
     size: int = 0
 
+    @classmethod
+    def missing(cls) -> HeadState:
+        """This process read the namespace and found no head (its first put creates one)."""
+        return cls(checkpoint_id="", etag="", doc={}, size=64)
+
     @property
-    def cached(self) -> dict[str, list[Any]]:
-        """Values copied into the head (layout 1)."""
-        cached: dict[str, list[Any]] = self.doc.get("cached") or {}
-        return cached
+    def absent(self) -> bool:
+        """Whether this records a namespace seen without a head."""
+        return not self.etag
 
     @property
     def versions(self) -> dict[str, str]:

@@ -172,7 +172,7 @@ class CreateContainer:
 class ReplaceContainer:
     """Replace the container's settings (same partition key).
 
-    Result: the new properties, or ``Outcome.FORBIDDEN``.
+    Result: ``Outcome.CREATED`` (replaced), or ``Outcome.FORBIDDEN``.
     """
 
     partition_key_path: str

@@ -5,24 +5,37 @@ logical partition, so no hot-path request crosses partitions::
 
     pk = digest("thread", thread_id)
 
-    h.<digest(ns)>                  HeadDoc        the newest checkpoint of (thread, ns), found
-                                                   by one point read
-    c.<digest(ns, checkpoint_id)>   CheckpointDoc  one checkpoint: body, metadata, small values
-                                                   inline, the new values of the channels it
-                                                   changed, and where every other value lives
-    b.<digest(ns, ch, version)>     BlobDoc        a channel value too big for its checkpoint
-                                                   document, once per version
-    <id>.<n>                        ChunkDoc       the n-th continuation of a value over
-                                                   CHUNK_BYTES (n = 1, 2, ...)
-    w.<digest(ns, checkpoint_id)>   WritesDoc      the pending writes of one checkpoint
-    v.<digest(ns, cp, task, ...)>   WriteValueDoc  a pending-write value too big for WritesDoc
+    h.<digest(ns)>                    HeadDoc        points at the newest checkpoint of (thread,
+                                                     ns): the checkpoint document without its
+                                                     values (body, metadata, small inline
+                                                     values, where each value lives); one
+                                                     point read
+    c.<digest(ns, checkpoint_id)>     CheckpointDoc  one checkpoint: body, metadata, small
+                                                     values inline, the new values of the
+                                                     channels it changed (compressed), and
+                                                     where every other value lives (origins)
+    b.<digest(ns, ch, version)>       BlobDoc        a channel value too big for its checkpoint
+                                                     document, once per version
+    <id>.<n>                          ChunkDoc       the n-th continuation of a value over
+                                                     CHUNK_BYTES (n = 1, 2, ...)
+    w.<digest(ns, cp, task)>          WritesDoc      the pending writes of one task of one
+                                                     checkpoint (LangGraph's special channels
+                                                     -- errors, interrupts -- one document per
+                                                     write: w.<digest(ns, cp, task, idx)>)
+    v.<digest(ns, cp, task, idx, ..)> WriteValueDoc  a pending-write value too big to stay in
+                                                     its WritesDoc
 
-A checkpoint removed by ``prune`` or ``delete_for_runs`` while a surviving one still reads a
-value from it keeps its document with ``kind = "values"`` (no longer listed).
+A checkpoint removed by ``prune``, ``delete_for_runs`` or ``keep_checkpoints`` while a
+surviving one still reads a value from it keeps its document with ``kind = "values"`` (no
+longer listed).
 
 Ids are digests because Cosmos DB forbids ``/ \\ # ?`` in ids and limits their length; the raw
 thread id, namespace, channel and version are kept in fields, and every read checks that a
 document's ``thread_id`` is the one asked for. Every query is parameterised.
+
+Layout versions (``schema`` in checkpoint and head documents): 1 kept every pending write of a
+checkpoint in one document and a copy of the values in the head; 2 (this one) is the layout
+above. Documents of layout 1 read as they are; newer ones are refused.
 """
 
 from __future__ import annotations
@@ -52,7 +65,7 @@ __all__ = [
 PARTITION_KEY_PATH = "/pk"
 """Partition key path of the checkpoint container."""
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Layout version written in every checkpoint and head document (``schema``).
 
 A reader refuses documents of a newer layout (:class:`~agentstate_cosmosdb.errors.
@@ -73,7 +86,8 @@ SYSTEM_FIELDS = ("_rid", "_self", "_etag", "_ts", "_attachments", "_lsn")
 """Fields the service adds to every stored document."""
 
 Encoded = list[Any]
-"""A serialized value in a document: ``[serde type, base64 bytes]``."""
+"""A serialized value in a document: ``[serde type, base64 bytes]`` or, compressed,
+``[serde type, base64 bytes, codec]`` (codec ``"zlib"`` or ``"zstd"``)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -117,19 +131,26 @@ class CheckpointDoc(_Stamped):
     empty: list[str]
     """Channels with a version and no value."""
     own: list[str]
-    """Blob documents this checkpoint wrote (read before the checkpoint is returned)."""
+    """Blob documents this checkpoint wrote."""
+    written: dict[str, float]
+    """With ``ttl=`` only: holder id -> when (epoch seconds) it was written; a holder older than
+    half the ttl has its value written again by the next put (see ``_base``)."""
 
 
 class HeadDoc(CheckpointDoc, total=False):
-    """The head (``h.``): a copy of the newest checkpoint document plus cached values."""
+    """The head (``h.``): the newest checkpoint document of (thread, ns) without ``values``.
+
+    Layout 1 heads also carry ``values`` and ``cached`` (copies of values); they read as is.
+    """
 
     cached: dict[str, Encoded]
 
 
-class _ValueDoc(_Stamped):
+class _ValueDoc(_Stamped, total=False):
     type: str
     data: str | None
     chunks: int
+    codec: str
 
 
 class BlobDoc(_ValueDoc):
@@ -161,13 +182,21 @@ class WriteEntry(TypedDict, total=False):
     channel: str
     type: str
     data: str
+    codec: str
     ref: str
 
 
-class WritesDoc(_Stamped):
-    """The pending writes of one checkpoint (``w.``)."""
+class WritesDoc(_Stamped, total=False):
+    """The pending writes of one task of one checkpoint (``w.``).
+
+    ``special`` marks a document holding one write to a LangGraph special channel (error,
+    interrupt, resume, scheduled): those replace an earlier write of the same task and index,
+    while regular writes keep the first one, as in PostgresSaver.
+    """
 
     checkpoint_id: str
+    task_id: str
+    special: bool
     writes: list[WriteEntry]
 
 
@@ -208,9 +237,11 @@ def blob_id(ns: str, channel: str, version: str) -> str:
     return BLOB_PREFIX + digest(ns, channel, version)
 
 
-def writes_doc_id(ns: str, checkpoint_id: str) -> str:
-    """Id of the pending-writes document of one checkpoint."""
-    return WRITES_PREFIX + digest(ns, checkpoint_id)
+def writes_doc_id(ns: str, checkpoint_id: str, task_id: str, idx: int | None = None) -> str:
+    """Id of the pending-writes document of one task (``idx``: of one special write)."""
+    if idx is None:
+        return WRITES_PREFIX + digest(ns, checkpoint_id, task_id)
+    return WRITES_PREFIX + digest(ns, checkpoint_id, task_id, idx)
 
 
 def write_value_id(ns: str, checkpoint_id: str, task_id: str, idx: int, call: str) -> str:
@@ -233,15 +264,22 @@ WHERE_THREAD_SQL = " AND c.pk = @pk AND c.thread_id = @thread_id"
 WHERE_NS_SQL = " AND c.ns = @ns"
 WHERE_CHECKPOINT_ID_SQL = " AND c.checkpoint_id = @checkpoint_id"
 WHERE_BEFORE_SQL = " AND c.checkpoint_id < @before"
+WHERE_PAGE_SQL = " AND c.checkpoint_id <= @page_from"
 WHERE_METADATA_SQL = " AND c.metadata[@mk{i}] = @mv{i}"
 ORDER_NEWEST_FIRST_SQL = " ORDER BY c.checkpoint_id DESC"
 
+SELECT_WRITES_SQL = (
+    "SELECT * FROM c WHERE c.pk = @pk AND c.kind = 'writes' AND c.thread_id = @thread_id"
+    " AND c.ns = @ns AND ARRAY_CONTAINS(@checkpoint_ids, c.checkpoint_id)"
+)
 SELECT_THREAD_DOCS_SQL = "SELECT * FROM c WHERE c.pk = @pk AND c.thread_id = @thread_id"
-SELECT_THREAD_INDEX_SQL = (
-    "SELECT c.id, c.kind, c.ns, c.checkpoint_id, c.versions, c.origins, c.inline, c.empty,"
-    " c.blob_id"
+INDEX_FIELDS_SQL = (
+    "SELECT c.id, c.kind, c.ns, c.checkpoint_id, c.parent_checkpoint_id, c.versions, c.origins,"
+    " c.inline, c.empty, c.blob_id"
     " FROM c WHERE c.pk = @pk AND c.thread_id = @thread_id"
 )
+SELECT_THREAD_INDEX_SQL = INDEX_FIELDS_SQL
+SELECT_NS_INDEX_SQL = INDEX_FIELDS_SQL + " AND c.ns = @ns"
 SELECT_RUN_CHECKPOINTS_SQL = (
     "SELECT c.id, c.pk, c.thread_id, c.ns, c.checkpoint_id FROM c"
     " WHERE c.kind = 'checkpoint' AND ARRAY_CONTAINS(@run_ids, c.metadata.run_id)"
@@ -250,3 +288,19 @@ SELECT_LATEST_IN_NS_SQL = (
     "SELECT TOP 1 * FROM c WHERE c.kind = 'checkpoint' AND c.pk = @pk"
     " AND c.thread_id = @thread_id AND c.ns = @ns ORDER BY c.checkpoint_id DESC"
 )
+
+INDEXING_POLICY: dict[str, Any] = {
+    "indexingMode": "consistent",
+    "automatic": True,
+    "includedPaths": [
+        {"path": "/pk/?"},
+        {"path": "/kind/?"},
+        {"path": "/thread_id/?"},
+        {"path": "/ns/?"},
+        {"path": "/checkpoint_id/?"},
+        {"path": "/metadata/*"},
+    ],
+    "excludedPaths": [{"path": "/*"}, {"path": '/"_etag"/?'}],
+}
+"""Index only what the queries above filter or sort on (values and bodies are never
+indexed, which keeps the request units of every write low)."""
