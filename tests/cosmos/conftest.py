@@ -24,8 +24,8 @@ FAST_RETRIES: dict[str, Any] = {
     "retry_read": 1,
     "retry_backoff_max": 1,
     "retry_backoff_factor": 0.05,
-    "connection_timeout": 2,
-    "read_timeout": 5,
+    "connection_timeout": 5,
+    "read_timeout": 15,
 }
 
 DATABASE = "agentstate"

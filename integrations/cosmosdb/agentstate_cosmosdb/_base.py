@@ -36,9 +36,8 @@ from __future__ import annotations
 
 import json
 import random
-import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -110,6 +109,7 @@ from agentstate_cosmosdb.ops import (
     write,
     write_all,
 )
+from agentstate_cosmosdb.ops import now as clock_now
 from agentstate_cosmosdb.schema import (
     INDEXING_POLICY,
     KIND_BLOB,
@@ -163,8 +163,9 @@ PostgresSaver."""
 OWN_VALUE_BYTES = 256 * 1024
 """Encoded new values up to this size are stored inside their checkpoint document..."""
 
-OWN_VALUES_BYTES = 1_000_000
-"""... as long as that document's own values stay within this budget."""
+OWN_VALUES_BYTES = 700_000
+"""... as long as that document's own values stay within this budget (so that a checkpoint
+document and its head always fit in one transactional batch)."""
 
 WRITE_INLINE_BYTES = 64 * 1024
 """Encoded pending-write values larger than this get a document of their own..."""
@@ -278,7 +279,6 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
         self._container: Any = None
         self._closed = False
         self._heads = HeadCache()
-        self._clock: Callable[[], float] = time.time
 
     def __repr__(self) -> str:
         s = self._settings
@@ -450,6 +450,8 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        fresh: bool = False,
     ) -> Ops[RunnableConfig]:
         configurable = config["configurable"]
         thread_id = str(configurable["thread_id"])
@@ -461,8 +463,17 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
         values = checkpoint["channel_values"]
         versions = {ch: str(v) for ch, v in checkpoint["channel_versions"].items()}
         own_id = checkpoint_doc_id(ns, checkpoint_id)
-        now = self._clock()
-        state = self._heads.get(key)
+        now = yield from clock_now()
+        state = None if fresh else self._heads.get(key)
+        if state is None:
+            # Learn the head first (LangGraph's get_tuple at the start of a run usually did),
+            # so that the checkpoint and the head can go in one batch.
+            current = yield from read(head_id(ns), pk)
+            if current is None or current.get("thread_id") != thread_id:
+                state = HeadState.missing()
+            else:
+                state = _head_state(current, current["_etag"])
+        linear = bool(parent_id) and state.checkpoint_id == parent_id
 
         inline: dict[str, list[Any]] = {}
         for channel, value in values.items():
@@ -480,7 +491,7 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
         inherited = [ch for ch in versions if ch not in inline and ch not in new_versions]
         if inherited:
             parent_doc: Mapping[str, Any] | None = None
-            if state is not None and parent_id and state.checkpoint_id == parent_id:
+            if parent_id and state.checkpoint_id == parent_id:
                 parent_doc = state.doc
             elif parent_id:
                 parent_doc = yield from read(checkpoint_doc_id(ns, str(parent_id)), pk)
@@ -574,28 +585,39 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
         if chunk_docs:
             for i in range(0, len(chunk_docs), MAINTENANCE_FANOUT):
                 yield from write_all([Upsert(d) for d in chunk_docs[i : i + MAINTENANCE_FANOUT]])
-        writes: list[BatchOp] = [*(Upsert(d) for d in blob_docs), Upsert(cp_doc)]
-        if state is not None and checkpoint_id >= state.checkpoint_id:
-            # One atomic transactional batch: values, checkpoint and head, or nothing. The
-            # head is replaced only if it is still the one this process last saw (or created
-            # if this process saw the thread without a head).
+        blob_ops: list[BatchOp] = [Upsert(d) for d in blob_docs]
+        if checkpoint_id >= state.checkpoint_id:
+            # The checkpoint document and the head in one atomic transactional batch (with the
+            # blobs when they fit): a thread never has listed checkpoints and no head, even
+            # after a crash. The head is replaced only if it is still the one this process
+            # last saw, or created if it saw none.
             head_op: BatchOp = Create(head_doc) if state.absent else Replace(head_doc, state.etag)
-            ops = [*writes, head_op]
-            if len(ops) <= BATCH_MAX_OPS and batch_bytes(ops) <= BATCH_BYTES:
-                self._heads.drop(key)
+            ops = [*blob_ops, Upsert(cp_doc), head_op]
+            if not _fits(ops):
+                yield from write_all(blob_ops)  # values first, then what references them
+                ops = [Upsert(cp_doc), head_op]
+            results: list[str | None] | Outcome = Outcome.TOO_LARGE
+            self._heads.drop(key)
+            if _fits(ops):
                 results = yield from batch(pk, ops)
-                if not isinstance(results, Outcome):
-                    etag = results[-1]
-                    if etag:
-                        self._remember_head(key, head_doc, etag)
-                    yield from self._after_put_ops(key, parent_id)
-                    return _stored_config(thread_id, ns, checkpoint_id)
-                # Refused (another writer moved the head, or too large for the service):
-                # nothing was written. Take the ordered path.
+            if not isinstance(results, Outcome):
+                if results[-1]:
+                    self._remember_head(key, head_doc, results[-1])
+                yield from self._after_put_ops(key, parent_id, linear)
+                return _stored_config(thread_id, ns, checkpoint_id)
+            # Refused, nothing applied: another writer moved the head, or the service found
+            # the batch too large. Store the checkpoint, then move the head the ordered way.
+            if results is not Outcome.TOO_LARGE and self.keep_checkpoints is not None and not fresh:
+                # Another writer's garbage collection may have removed what the cached parent
+                # pointed at: build the checkpoint again from the stored parent.
+                stored = yield from self._put_ops(
+                    config, checkpoint, metadata, new_versions, fresh=True
+                )
+                return stored
         self._heads.drop(key)
-        yield from write_all(writes)
+        yield from write_all([*blob_ops, Upsert(cp_doc)])
         yield from self._advance_head_ops(key, head_doc)
-        yield from self._after_put_ops(key, parent_id)
+        yield from self._after_put_ops(key, parent_id, linear)
         return _stored_config(thread_id, ns, checkpoint_id)
 
     def _head_doc(self, cp_doc: Mapping[str, Any], now: float) -> Document:
@@ -642,8 +664,11 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
     def _remember_head(self, key: HeadKey, doc: Mapping[str, Any], etag: str) -> None:
         self._heads.set(key, _head_state(doc, etag))
 
-    def _after_put_ops(self, key: HeadKey, parent_id: str | None) -> Ops[None]:
-        """Garbage-collect past ``keep_checkpoints`` (a no-op without it)."""
+    def _after_put_ops(self, key: HeadKey, parent_id: str | None, linear: bool) -> Ops[None]:
+        """Garbage-collect past ``keep_checkpoints`` (a no-op without it).
+
+        ``linear``: the put replaced the head it was built on (its parent).
+        """
         if self.keep_checkpoints is None:
             return
         pk, thread_id, ns = key
@@ -656,8 +681,9 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
         if len(cps) <= self.keep_checkpoints:
             return
         keep = set(cps[: self.keep_checkpoints])
-        if parent_id:
-            keep.add(str(parent_id))  # the checkpoint this run builds on, whatever its age
+        if parent_id and not linear:
+            # A fork, or a run that was not building on the head: keep what it builds on.
+            keep.add(str(parent_id))
         yield from self._drop_ops(pk, index, {(ns, cp) for cp in keep})
 
     # -- put_writes ----------------------------------------------------------------------------
@@ -832,7 +858,7 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
         )
         if not newest:
             return None
-        doc = self._head_doc(strip_system_fields(newest[0]), self._clock())
+        doc = self._head_doc(strip_system_fields(newest[0]), (yield from clock_now()))
         stored = yield from write(Create(doc))
         if stored is Outcome.CONFLICT:
             current = yield from read(head_id(ns), pk)
@@ -1125,8 +1151,9 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
             yield from write_all([pair[0]])
 
     def _copy_thread_ops(self, source_thread_id: str, target_thread_id: str) -> Ops[None]:
-        """Copy a thread: values first, then checkpoints, each namespace's newest checkpoint
-        with its head last (one batch when it fits; otherwise a reader repairs the head)."""
+        """Copy a thread: values and writes first, then each namespace's checkpoints oldest
+        first, each in one batch with the head moved onto it, so the copy is a valid thread
+        at every step."""
         source, target = str(source_thread_id), str(target_thread_id)
         src_pk, dst_pk = partition_key(source), partition_key(target)
         docs = yield from query(
@@ -1135,10 +1162,9 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
         if not docs:
             return
         self._heads.drop_thread(dst_pk, target)
-        now = self._clock()
-        latest = _newest_per_ns(docs)
-        stages: list[list[Document]] = [[], [], [], []]
-        finals: dict[str, list[Document]] = {}
+        now = yield from clock_now()
+        stages: list[list[Document]] = [[], [], []]
+        checkpoints: list[Document] = []
         for doc in docs:
             copy = strip_system_fields(doc)
             copy.update(pk=dst_pk, thread_id=target)
@@ -1147,23 +1173,20 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
                 copy["written"] = {k: now for k in copy["written"]}
             kind = doc["kind"]
             if kind == KIND_HEAD:
-                continue  # rebuilt from the newest checkpoint below
-            if kind == KIND_CHECKPOINT and latest.get(doc["ns"]) == doc["checkpoint_id"]:
-                finals.setdefault(doc["ns"], []).append(self._stamp(copy))
-                finals[doc["ns"]].append(self._head_doc(copy, now))
+                continue  # moved onto each copied checkpoint below
+            if kind == KIND_CHECKPOINT:
+                checkpoints.append(self._stamp(copy))
                 continue
-            rank = {KIND_CHUNK: 0, KIND_CHECKPOINT: 2, KIND_WRITES: 2}.get(kind, 1)
-            stages[rank].append(self._stamp(copy))
+            stages[{KIND_CHUNK: 0, KIND_WRITES: 2}.get(kind, 1)].append(self._stamp(copy))
         for stage in stages:
             for i in range(0, len(stage), MAINTENANCE_FANOUT):
                 yield from write_all([Upsert(d) for d in stage[i : i + MAINTENANCE_FANOUT]])
-        for pair in finals.values():
-            ops: list[BatchOp] = [Upsert(d) for d in pair]
-            done = False
-            if batch_bytes(ops) <= BATCH_BYTES:
+        for cp_doc in sorted(checkpoints, key=lambda d: (d["ns"], d["checkpoint_id"])):
+            ops: list[BatchOp] = [Upsert(cp_doc), Upsert(self._head_doc(cp_doc, now))]
+            results: list[str | None] | Outcome = Outcome.TOO_LARGE
+            if _fits(ops):
                 results = yield from batch(dst_pk, ops)
-                done = not isinstance(results, Outcome)
-            if not done:
+            if isinstance(results, Outcome):
                 for op in ops:
                     yield from write_all([op])
         self._heads.drop_thread(dst_pk, target)
@@ -1279,7 +1302,7 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
         cp_doc = yield from read(checkpoint_doc_id(ns, target), pk)
         if cp_doc is None:
             return
-        doc = self._head_doc(strip_system_fields(cp_doc), self._clock())
+        doc = self._head_doc(strip_system_fields(cp_doc), (yield from clock_now()))
         for attempt in range(CAS_ATTEMPTS):
             if attempt:
                 yield Sleep(_backoff(attempt))
@@ -1321,6 +1344,10 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
 # --------------------------------------------------------------------------------------------
 
 _WRITES_KEY = "\x00writes"
+
+
+def _fits(ops: Sequence[BatchOp]) -> bool:
+    return len(ops) <= BATCH_MAX_OPS and batch_bytes(ops) <= BATCH_BYTES
 
 
 def _positive_int_or_none(name: str, value: Any) -> int | None:
@@ -1398,11 +1425,24 @@ def _newest_per_ns(docs: Iterable[Mapping[str, Any]]) -> dict[str, str]:
 
 
 def _delete_docs(pk: str, docs: Sequence[Mapping[str, Any]]) -> Ops[None]:
-    """Delete documents, checkpoints first (so nothing listed ever points at a deleted one)."""
+    """Delete documents so that no surviving document ever references a deleted one.
+
+    Checkpoints first, in waves: a checkpoint goes only once no other checkpoint still to be
+    deleted reads a value from it (references run from newer to older ones). Then pending
+    writes, then value holders and chunks.
+    """
     order = {KIND_CHECKPOINT: 0, KIND_WRITES: 1, KIND_VALUES: 2, KIND_BLOB: 2, KIND_WRITE_VALUE: 2}
-    ranked = sorted(docs, key=lambda d: order.get(d.get("kind", ""), 3))
-    for rank in sorted({order.get(d.get("kind", ""), 3) for d in ranked}):
-        group = [d for d in ranked if order.get(d.get("kind", ""), 3) == rank]
+    pending = [d for d in docs if d.get("kind") == KIND_CHECKPOINT]
+    while pending:
+        referenced = {ref for d in pending for ref in references(d)}
+        wave = [d for d in pending if d["id"] not in referenced] or pending
+        for i in range(0, len(wave), MAINTENANCE_FANOUT):
+            yield from write_all([Delete(d["id"], pk) for d in wave[i : i + MAINTENANCE_FANOUT]])
+        gone = {d["id"] for d in wave}
+        pending = [d for d in pending if d["id"] not in gone]
+    rest = [d for d in docs if d.get("kind") != KIND_CHECKPOINT]
+    for rank in sorted({order.get(d.get("kind", ""), 3) for d in rest}):
+        group = [d for d in rest if order.get(d.get("kind", ""), 3) == rank]
         for i in range(0, len(group), MAINTENANCE_FANOUT):
             yield from write_all([Delete(d["id"], pk) for d in group[i : i + MAINTENANCE_FANOUT]])
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import ssl
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ from agentstate_cosmosdb._base import BaseCosmosDBSaver
 from agentstate_cosmosdb.errors import CosmosSaverError, map_sdk_error
 from agentstate_cosmosdb.ops import (
     Batch,
+    Clock,
     Create,
     CreateContainer,
     CreateDatabase,
@@ -299,6 +301,8 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
             if isinstance(op, Sleep):
                 await asyncio.sleep(op.seconds)
                 return None
+            if isinstance(op, Clock):
+                return time.time()
             if isinstance(op, ReadContainer):
                 try:
                     return dict(await container.read())

@@ -26,6 +26,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 
 __all__ = [
     "Batch",
+    "Clock",
     "Create",
     "CreateContainer",
     "CreateDatabase",
@@ -138,6 +139,11 @@ class Batch:
 
 
 @dataclass(frozen=True)
+class Clock:
+    """Read the wall clock. Result: seconds since the epoch (float)."""
+
+
+@dataclass(frozen=True)
 class Sleep:
     """Wait (a backoff between compare-and-swap attempts). Result: None."""
 
@@ -198,6 +204,7 @@ Op = Union[  # noqa: UP007 (runtime alias)
     Delete,
     Query,
     Batch,
+    Clock,
     Sleep,
     ReadContainer,
     CreateDatabase,
@@ -206,7 +213,15 @@ Op = Union[  # noqa: UP007 (runtime alias)
 ]
 Step = Union[Op, Sequence[Op], Emit]  # noqa: UP007
 Result = Union[  # noqa: UP007
-    Document, list[Document], list[Document | None], list["Result"], str, bool, Outcome, None
+    Document,
+    list[Document],
+    list[Document | None],
+    list["Result"],
+    str,
+    bool,
+    float,
+    Outcome,
+    None,
 ]
 """Anything an executor sends back into a generator (see each operation for which)."""
 
@@ -216,6 +231,12 @@ Ops = Generator[Step, Result, T]
 
 
 # -- typed steps ------------------------------------------------------------------------------
+
+
+def now() -> Ops[float]:
+    """The executor's wall clock (seconds since the epoch)."""
+    result = yield Clock()
+    return cast(float, result)
 
 
 def read(id: str, pk: str) -> Ops[Document | None]:

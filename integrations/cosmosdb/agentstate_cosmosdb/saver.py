@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -32,6 +33,7 @@ from agentstate_cosmosdb._base import BaseCosmosDBSaver
 from agentstate_cosmosdb.errors import CosmosConfigurationError, CosmosSaverError, map_sdk_error
 from agentstate_cosmosdb.ops import (
     Batch,
+    Clock,
     Create,
     CreateContainer,
     CreateDatabase,
@@ -313,6 +315,8 @@ class CosmosDBSaver(BaseCosmosDBSaver):
             if isinstance(op, Sleep):
                 threading.Event().wait(op.seconds)
                 return None
+            if isinstance(op, Clock):
+                return time.time()
             if isinstance(op, ReadContainer):
                 try:
                     return dict(container.read())
