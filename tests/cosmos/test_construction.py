@@ -246,7 +246,9 @@ def test_ttl_stamps_every_item(server: CosmosTestServer) -> None:
     items = raw_container(server, container)
     assert items.read().get("defaultTtl") == -1
     docs = list(items.query_items("SELECT * FROM c", enable_cross_partition_query=True))
-    assert docs and all(doc.get("ttl") == 3600 for doc in docs)
+    # Every item carries a ttl; the head's is cut a little so it expires before its values.
+    assert docs and all(doc.get("ttl") == 3600 for doc in docs if doc["kind"] != "head")
+    assert all(3590 <= doc["ttl"] <= 3600 for doc in docs if doc["kind"] == "head")
     assert {doc["kind"] for doc in docs} >= {"head", "checkpoint", "writes", "write_value"}
 
 

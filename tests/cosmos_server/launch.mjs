@@ -20,7 +20,9 @@
 //     `no_response=True`) makes a write answer with headers (etag) and an empty body:
 //     "EnableContentResponseOnWrite ... only return the headers and status code ... for write
 //     item operations like Create, Upsert, Patch and Replace",
-//     https://learn.microsoft.com/dotnet/api/microsoft.azure.cosmos.itemrequestoptions.enablecontentresponseonwrite
+//     https://learn.microsoft.com/dotnet/api/microsoft.azure.cosmos.itemrequestoptions.enablecontentresponseonwrite;
+//     in a transactional batch each write's result then carries its status and etag only
+//     (https://learn.microsoft.com/dotnet/api/microsoft.azure.cosmos.transactionalbatchitemrequestoptions.enablecontentresponseonwrite)
 //   * Time to live: in a container whose `defaultTtl` is set (-1 or n), an item expires `ttl`
 //     (else `defaultTtl`) seconds after its last write and is no longer returned by any read or
 //     query; with `defaultTtl` absent (null) item `ttl` fields are ignored. "If the container
@@ -221,7 +223,16 @@ function patchTransactionalBatch() {
         resourceBody: result.body,
       });
     }
-    if (failedAt < 0) return results;
+    if (failedAt < 0) {
+      // Prefer: return=minimal applies to the batch's writes too: status and etag, no body
+      // (TransactionalBatchItemRequestOptions.EnableContentResponseOnWrite, see the header).
+      if (String(req.headers.prefer || "").includes("return=minimal")) {
+        return results.map(({ resourceBody, ...rest }, i) =>
+          body[i].operationType === "Read" ? { ...rest, resourceBody } : rest,
+        );
+      }
+      return results;
+    }
     for (const [id, key, before] of undo.reverse()) {
       if (collection.document(id, key).read()) collection.documents.delete(id, key);
       if (before) collection.documents._set(before);

@@ -188,6 +188,11 @@ CAS_BACKOFF_SECONDS = 0.01
 
 CAS_BACKOFF_MAX = 0.5
 
+TTL_MARGIN_SECONDS = 2
+"""Slack for the service's one-second ``_ts`` and small clock differences between hosts: a
+value is written again a little before half the ttl, and a head expires a little before the
+oldest value it references."""
+
 PAGE_SIZE = 32
 """Checkpoints per page of ``list``."""
 
@@ -502,7 +507,8 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
                     empty.append(channel)
                 elif found is None or (
                     self.ttl is not None
-                    and now - float(parent_written.get(found, 0.0)) > self.ttl / 2
+                    and now - float(parent_written.get(found, 0.0))
+                    > self.ttl / 2 - TTL_MARGIN_SECONDS
                 ):
                     rewrite.append(channel)
                 else:
@@ -631,7 +637,7 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
             return doc
         written: Mapping[str, float] = cp_doc.get("written") or {}
         oldest = min(written.values(), default=now)
-        return self._stamp(doc, max(1, int(self.ttl - (now - oldest))))
+        return self._stamp(doc, max(1, int(self.ttl - (now - oldest) - TTL_MARGIN_SECONDS)))
 
     def _advance_head_ops(self, key: HeadKey, head_doc: Document) -> Ops[None]:
         """Point the head at ``head_doc``'s checkpoint (stored already) unless it holds a newer

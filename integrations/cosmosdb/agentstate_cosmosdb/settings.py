@@ -88,7 +88,9 @@ def resolve_settings(
         raise TypeError(
             f"create_if_missing must be a bool or None, got {type(create_if_missing).__name__}"
         )
-    create = bool(create_if_missing)
+    # Creating what is missing is tried by default whatever the credential: a refusal (403)
+    # then says what to create.
+    create = True if create_if_missing is None else create_if_missing
     if has_client:
         if endpoint is not None or credential is not None:
             raise CosmosConfigurationError(
@@ -125,7 +127,7 @@ def resolve_settings(
         key_auth=isinstance(credential, str),
         database_name=database_name,
         container_name=container_name,
-        create_if_missing=isinstance(credential, str) if create_if_missing is None else create,
+        create_if_missing=create,
         verify=connection_verify,
     )
 
