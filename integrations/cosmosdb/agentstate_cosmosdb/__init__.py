@@ -25,6 +25,7 @@ from agentstate_cosmosdb.errors import (
     CosmosThrottledError,
     CosmosUnavailableError,
 )
+from agentstate_cosmosdb.migrate import MigrationReport, migrate_from_langgraph_checkpoint_cosmosdb
 from agentstate_cosmosdb.saver import CosmosDBSaver
 from agentstate_cosmosdb.schema import PARTITION_KEY_PATH
 
@@ -43,4 +44,6 @@ __all__ = [
     "CosmosSchemaError",
     "CosmosThrottledError",
     "CosmosUnavailableError",
+    "MigrationReport",
+    "migrate_from_langgraph_checkpoint_cosmosdb",
 ]
