@@ -30,7 +30,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 #: Scripts run first, in this order; any other bench/*.py follows alphabetically.
-PREFERRED = ("reduce_per_turn", "storage_growth", "wrapper_overhead", "cosmos_bench")
+PREFERRED = (
+    "reduce_per_turn",
+    "storage_growth",
+    "wrapper_overhead",
+    "cosmos_bench",
+    "cosmos_cost",
+)
 
 
 @dataclass
