@@ -80,7 +80,9 @@ from agentstate_cosmosdb.errors import (
     CosmosMissingDocumentError,
     CosmosOperationError,
     CosmosSaverClosedError,
+    CosmosSaverError,
     CosmosSchemaError,
+    map_sdk_error,
 )
 from agentstate_cosmosdb.heads import HeadCache, HeadKey, HeadState
 from agentstate_cosmosdb.ops import (
@@ -301,13 +303,16 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
                 "its `with` block only)"
             )
 
-    def _client_options(self) -> dict[str, Any]:
-        """SDK client keywords: the user's, with minimal write responses asked for."""
-        options = dict(self._client_kwargs)
-        # The saver never needs a written document back (it keeps the etag from the
-        # response headers), so writes ask the service for empty bodies.
-        options.setdefault("no_response_on_write", True)
-        return options
+    def _release_client(self) -> Any:
+        """Mark the saver closed and hand back the client to close (None if not ours)."""
+        self._closed = True
+        client, self._container = self._client if self._owns_client else None, None
+        if self._owns_client:
+            self._client = None
+        return client
+
+    def _client_failed(self, exc: Exception) -> CosmosSaverError:
+        return map_sdk_error(exc, "connect to the account", self._settings.credential)
 
     # -- setup ---------------------------------------------------------------------------------
 

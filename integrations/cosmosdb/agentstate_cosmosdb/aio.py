@@ -7,73 +7,30 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from azure.core import MatchConditions
-from azure.core.pipeline.transport import AioHttpTransport
 from azure.cosmos import PartitionKey
+from azure.cosmos import exceptions as sdk
 from azure.cosmos.aio import CosmosClient
-from azure.cosmos.exceptions import (
-    CosmosAccessConditionFailedError,
-    CosmosBatchOperationError,
-    CosmosHttpResponseError,
-    CosmosResourceExistsError,
-    CosmosResourceNotFoundError,
-)
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.base import CheckpointTuple as Tuple
 from typing_extensions import override
 
+from agentstate_cosmosdb import ops as o
 from agentstate_cosmosdb._base import BaseCosmosDBSaver
 from agentstate_cosmosdb.errors import CosmosSaverError, map_sdk_error
-from agentstate_cosmosdb.ops import (
-    Batch,
-    Clock,
-    Create,
-    CreateContainer,
-    CreateDatabase,
-    Delete,
-    Emit,
-    Op,
-    Ops,
-    Outcome,
-    Query,
-    Read,
-    ReadContainer,
-    Replace,
-    ReplaceContainer,
-    Result,
-    Sleep,
-    Upsert,
-    batch_failure,
-    batch_operations,
-)
-from agentstate_cosmosdb.settings import parse_connection_string, proxy_env_present, ssl_context
+from agentstate_cosmosdb.ops import Ops, Result
+from agentstate_cosmosdb.settings import client_options, parse_connection_string
 
 if TYPE_CHECKING:
     from agentstate_reducer import MessageReducer  # noqa: F401
 
 __all__ = ["AsyncCosmosDBSaver"]
-
-
-class _VerifyingTransport(AioHttpTransport):  # type: ignore[misc]
-    """aiohttp transport that always verifies TLS with one SSL context built up front.
-
-    The SDK turns verification off for loopback endpoints and rebuilds an SSL context from a CA
-    path on every request (which defeats connection reuse); this transport does neither.
-    """
-
-    def __init__(self, context: ssl.SSLContext, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._context = context
-
-    def _build_ssl_config(self, cert: Any, verify: Any) -> ssl.SSLContext:
-        return self._context
 
 
 class AsyncCosmosDBSaver(BaseCosmosDBSaver):
@@ -113,9 +70,8 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
                 graph = builder.compile(checkpointer=saver)
 
         Raises:
-            CosmosConfigurationError: The connection string is malformed (the message names the
-                missing part, never the key).
-            CosmosSaverError: The service could not be reached or refused the setup.
+            CosmosConfigurationError: A malformed connection string (named part; no key shown).
+            CosmosSaverError: Setup failed (service unreachable or refusing).
         """
         endpoint, key = parse_connection_string(conn_str)
         async with cls.from_endpoint(endpoint, key, database_name, container_name, **kwargs) as s:
@@ -141,24 +97,20 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
             await saver.aclose()
 
     async def setup(self) -> None:
-        """Connect, create what is missing (when allowed), check the container (async).
+        """Async twin of ``CosmosDBSaver.setup``.
 
         Raises:
-            CosmosContainerNotFoundError: Missing and not created (the message says what to
-                create).
-            CosmosConfigurationError: Wrong partition key path, or ``ttl=`` on a container whose
-                time-to-live is off and may not be turned on.
-            CosmosSaverClosedError: The saver was closed.
-            CosmosSaverError: The service could not be reached or refused the request.
+            CosmosContainerNotFoundError: No database or container, and none could be created.
+            CosmosConfigurationError: The container's partition key is not ``/pk``, or its
+                time-to-live is off under ``ttl=`` and the saver may not turn it on.
+            CosmosSaverClosedError: ``aclose()`` was called.
+            CosmosSaverError: Any other refusal or an unreachable service.
         """
         await self._get_container()
 
     async def aclose(self) -> None:
         """Close the client if the saver created it; later calls raise CosmosSaverClosedError."""
-        self._closed = True
-        client, self._container = self._client if self._owns_client else None, None
-        if self._owns_client:
-            self._client = None
+        client = self._release_client()
         if client is not None:
             await client.close()
 
@@ -181,28 +133,15 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
             if self._container is None:
                 s = self._settings
                 if self._client is None:
-                    options = self._client_options()
-                    context = ssl_context(s.verify)
-                    if context is None:
-                        options["connection_verify"] = False
-                    else:
-                        options.setdefault(
-                            "transport",
-                            _VerifyingTransport(context, use_env_settings=proxy_env_present()),
-                        )
+                    options = client_options(s, self._client_kwargs, asynchronous=True)
                     try:
-                        self._client = CosmosClient(
-                            str(s.endpoint), credential=s.credential, **options
-                        )
+                        self._client = CosmosClient(str(s.endpoint), s.credential, **options)
                     except Exception as exc:
-                        action = "connect to the account"
-                        raise map_sdk_error(exc, action, s.credential) from exc
+                        raise self._client_failed(exc) from exc
                 database = self._client.get_database_client(s.database_name)
-                container = database.get_container_client(s.container_name)
-                await self._run(
-                    self._connect_ops(), "open the checkpoint container", (database, container)
-                )
-                self._container = container
+                where = (database, database.get_container_client(s.container_name))
+                await self._run(self._connect_ops(), "open the checkpoint container", where)
+                self._container = where[1]
             return self._container
 
     # -- the I/O driver ----------------------------------------------------------------------
@@ -212,7 +151,7 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
         try:
             step = next(ops)
             while True:
-                if isinstance(step, Emit):
+                if isinstance(step, o.Emit):
                     raise TypeError("streaming operations go through _stream")
                 step = ops.send(await self._execute(where, step, action))
         except StopIteration as stop:
@@ -226,13 +165,13 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
                 step = ops.send(result)
             except StopIteration:
                 return
-            if isinstance(step, Emit):
+            if isinstance(step, o.Emit):
                 result = None
                 yield step.value
             else:
                 result = await self._execute(where, step, action)
 
-    async def _execute(self, where: Any, step: Op | Sequence[Op], action: str) -> Result:
+    async def _execute(self, where: Any, step: o.Op | Sequence[o.Op], action: str) -> Result:
         if not isinstance(step, (list, tuple)):
             return await self._one(where, step, action)  # type: ignore[arg-type]
         if len(step) < 2:
@@ -240,22 +179,22 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
         # Every request of the step is in flight at once on the event loop.
         return list(await asyncio.gather(*(self._one(where, op, action) for op in step)))
 
-    async def _one(self, where: Any, op: Op, action: str) -> Result:
+    async def _one(self, where: Any, op: o.Op, action: str) -> Result:
         database, container = where
         try:
-            if isinstance(op, Read):
+            if isinstance(op, o.Read):
                 try:
                     return dict(await container.read_item(op.id, partition_key=op.pk))
-                except CosmosResourceNotFoundError:
+                except sdk.CosmosResourceNotFoundError:
                     return None
-            if isinstance(op, Upsert):
+            if isinstance(op, o.Upsert):
                 return _etag(await container.upsert_item(op.doc, no_response=True))
-            if isinstance(op, Create):
+            if isinstance(op, o.Create):
                 try:
                     return _etag(await container.create_item(op.doc, no_response=True))
-                except CosmosResourceExistsError:
-                    return Outcome.CONFLICT
-            if isinstance(op, Replace):
+                except sdk.CosmosResourceExistsError:
+                    return o.Outcome.CONFLICT
+            if isinstance(op, o.Replace):
                 try:
                     return _etag(
                         await container.replace_item(
@@ -266,59 +205,59 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
                             no_response=True,
                         )
                     )
-                except (CosmosAccessConditionFailedError, CosmosResourceNotFoundError):
-                    return Outcome.PRECONDITION_FAILED
-            if isinstance(op, Delete):
+                except (sdk.CosmosAccessConditionFailedError, sdk.CosmosResourceNotFoundError):
+                    return o.Outcome.PRECONDITION_FAILED
+            if isinstance(op, o.Delete):
                 try:
                     await container.delete_item(op.id, partition_key=op.pk)
                     return True
-                except CosmosResourceNotFoundError:
+                except sdk.CosmosResourceNotFoundError:
                     return False
-            if isinstance(op, Query):
+            if isinstance(op, o.Query):
                 params = [{"name": n, "value": v} for n, v in op.parameters]
                 if op.pk is None:
                     items = container.query_items(op.sql, parameters=params)
                 else:
                     items = container.query_items(op.sql, parameters=params, partition_key=op.pk)
                 return [dict(item) async for item in items]
-            if isinstance(op, Batch):
+            if isinstance(op, o.Batch):
                 try:
                     results = await container.execute_item_batch(
-                        batch_operations=batch_operations(op.ops), partition_key=op.pk
+                        batch_operations=o.batch_operations(op.ops), partition_key=op.pk
                     )
-                except CosmosBatchOperationError as exc:
-                    outcome = batch_failure(exc.status_code)
+                except sdk.CosmosBatchOperationError as exc:
+                    outcome = o.batch_failure(exc.status_code)
                     if outcome is None:
                         raise
                     return outcome
-                except CosmosHttpResponseError as exc:
+                except sdk.CosmosHttpResponseError as exc:
                     if exc.status_code != 413:
                         raise
-                    return Outcome.TOO_LARGE
+                    return o.Outcome.TOO_LARGE
                 return [
                     r.get("eTag") or (r.get("resourceBody") or {}).get("_etag") for r in results
                 ]
-            if isinstance(op, Sleep):
+            if isinstance(op, o.Sleep):
                 await asyncio.sleep(op.seconds)
                 return None
-            if isinstance(op, Clock):
+            if isinstance(op, o.Clock):
                 return time.time()
-            if isinstance(op, ReadContainer):
+            if isinstance(op, o.ReadContainer):
                 try:
                     return dict(await container.read())
-                except CosmosResourceNotFoundError:
+                except sdk.CosmosResourceNotFoundError:
                     return None
-            if isinstance(op, CreateDatabase):
+            if isinstance(op, o.CreateDatabase):
                 try:
                     await self._client.create_database_if_not_exists(self._settings.database_name)
-                    return Outcome.CREATED
-                except CosmosResourceExistsError:
-                    return Outcome.CONFLICT
-                except CosmosHttpResponseError as exc:
+                    return o.Outcome.CREATED
+                except sdk.CosmosResourceExistsError:
+                    return o.Outcome.CONFLICT
+                except sdk.CosmosHttpResponseError as exc:
                     if exc.status_code != 403:
                         raise
-                    return Outcome.FORBIDDEN
-            if isinstance(op, CreateContainer):
+                    return o.Outcome.FORBIDDEN
+            if isinstance(op, o.CreateContainer):
                 try:
                     await database.create_container_if_not_exists(
                         self._settings.container_name,
@@ -326,14 +265,14 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
                         default_ttl=op.default_ttl,
                         indexing_policy=op.indexing_policy,
                     )
-                    return Outcome.CREATED
-                except CosmosResourceExistsError:
-                    return Outcome.CONFLICT
-                except CosmosHttpResponseError as exc:
+                    return o.Outcome.CREATED
+                except sdk.CosmosResourceExistsError:
+                    return o.Outcome.CONFLICT
+                except sdk.CosmosHttpResponseError as exc:
                     if exc.status_code != 403:
                         raise
-                    return Outcome.FORBIDDEN
-            if isinstance(op, ReplaceContainer):
+                    return o.Outcome.FORBIDDEN
+            if isinstance(op, o.ReplaceContainer):
                 try:
                     await database.replace_container(
                         self._settings.container_name,
@@ -341,11 +280,11 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
                         default_ttl=op.default_ttl,
                         indexing_policy=op.indexing_policy,
                     )
-                    return Outcome.CREATED
-                except CosmosHttpResponseError as exc:
+                    return o.Outcome.CREATED
+                except sdk.CosmosHttpResponseError as exc:
                     if exc.status_code != 403:
                         raise
-                    return Outcome.FORBIDDEN
+                    return o.Outcome.FORBIDDEN
         except CosmosSaverError:
             raise
         except Exception as exc:
@@ -437,7 +376,7 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
 
     @override
     async def adelete_thread(self, thread_id: str) -> None:
-        """Delete a thread (async; see ``CosmosDBSaver.delete_thread``).
+        """o.Delete a thread (async; see ``CosmosDBSaver.delete_thread``).
 
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
@@ -456,7 +395,7 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
 
     @override
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete the checkpoints of runs (async; see ``CosmosDBSaver.delete_for_runs``).
+        """o.Delete the checkpoints of runs (async; see ``CosmosDBSaver.delete_for_runs``).
 
         Raises:
             TypeError: ``run_ids`` is one str.

@@ -15,45 +15,18 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from azure.core import MatchConditions
-from azure.core.pipeline.transport import RequestsTransport
 from azure.cosmos import CosmosClient, PartitionKey
-from azure.cosmos.exceptions import (
-    CosmosAccessConditionFailedError,
-    CosmosBatchOperationError,
-    CosmosHttpResponseError,
-    CosmosResourceExistsError,
-    CosmosResourceNotFoundError,
-)
+from azure.cosmos import exceptions as sdk
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.base import CheckpointTuple as Tuple
 from typing_extensions import override
 
+from agentstate_cosmosdb import ops as o
 from agentstate_cosmosdb._base import BaseCosmosDBSaver
 from agentstate_cosmosdb.errors import CosmosConfigurationError, CosmosSaverError, map_sdk_error
-from agentstate_cosmosdb.ops import (
-    Batch,
-    Clock,
-    Create,
-    CreateContainer,
-    CreateDatabase,
-    Delete,
-    Emit,
-    Op,
-    Ops,
-    Outcome,
-    Query,
-    Read,
-    ReadContainer,
-    Replace,
-    ReplaceContainer,
-    Result,
-    Sleep,
-    Upsert,
-    batch_failure,
-    batch_operations,
-)
-from agentstate_cosmosdb.settings import ca_bundle, parse_connection_string, tls_hook
+from agentstate_cosmosdb.ops import Ops, Result
+from agentstate_cosmosdb.settings import client_options, parse_connection_string
 
 if TYPE_CHECKING:
     from agentstate_reducer import MessageReducer  # noqa: F401
@@ -161,10 +134,7 @@ class CosmosDBSaver(BaseCosmosDBSaver):
     def close(self) -> None:
         """Close the client if the saver created it; later calls raise CosmosSaverClosedError."""
         with self._lock:
-            self._closed = True
-            client, self._container = self._client if self._owns_client else None, None
-            if self._owns_client:
-                self._client = None
+            client = self._release_client()
         if client is not None:
             client.close()
         if self._pool is not None:
@@ -178,38 +148,22 @@ class CosmosDBSaver(BaseCosmosDBSaver):
 
     def _get_container(self) -> Any:
         self._check_open()
-        container = self._container
-        if container is not None:
-            return container
+        if self._container is not None:
+            return self._container
         with self._lock:
             self._check_open()
             if self._container is None:
                 s = self._settings
                 if self._client is None:
-                    options = self._client_options()
-                    bundle = ca_bundle(s.verify)
-                    if bundle is None:
-                        options["connection_verify"] = False
-                    else:
-                        options["raw_request_hook"] = tls_hook(
-                            bundle, options.get("raw_request_hook")
-                        )
-                    options.setdefault(
-                        "transport", RequestsTransport(use_env_settings=self._proxies())
-                    )
+                    options = client_options(s, self._client_kwargs, asynchronous=False)
                     try:
-                        self._client = CosmosClient(
-                            str(s.endpoint), credential=s.credential, **options
-                        )
+                        self._client = CosmosClient(str(s.endpoint), s.credential, **options)
                     except Exception as exc:
-                        action = "connect to the account"
-                        raise map_sdk_error(exc, action, s.credential) from exc
+                        raise self._client_failed(exc) from exc
                 database = self._client.get_database_client(s.database_name)
-                container = database.get_container_client(s.container_name)
-                self._run(
-                    self._connect_ops(), "open the checkpoint container", (database, container)
-                )
-                self._container = container
+                where = (database, database.get_container_client(s.container_name))
+                self._run(self._connect_ops(), "open the checkpoint container", where)
+                self._container = where[1]
             return self._container
 
     # -- the I/O driver ----------------------------------------------------------------------
@@ -219,7 +173,7 @@ class CosmosDBSaver(BaseCosmosDBSaver):
         try:
             step = next(ops)
             while True:
-                if isinstance(step, Emit):
+                if isinstance(step, o.Emit):
                     raise TypeError("streaming operations go through _stream")
                 step = ops.send(self._execute(where, step, action))
         except StopIteration as stop:
@@ -233,13 +187,13 @@ class CosmosDBSaver(BaseCosmosDBSaver):
                 step = ops.send(result)
             except StopIteration:
                 return
-            if isinstance(step, Emit):
+            if isinstance(step, o.Emit):
                 result = None
                 yield step.value
             else:
                 result = self._execute(where, step, action)
 
-    def _execute(self, where: Any, step: Op | Sequence[Op], action: str) -> Result:
+    def _execute(self, where: Any, step: o.Op | Sequence[o.Op], action: str) -> Result:
         if not isinstance(step, (list, tuple)):
             return self._one(where, step, action)  # type: ignore[arg-type]
         if self._pool is None or len(step) < 2:
@@ -252,22 +206,22 @@ class CosmosDBSaver(BaseCosmosDBSaver):
             results = [f.result() for f in rest]
         return first + results
 
-    def _one(self, where: Any, op: Op, action: str) -> Result:
+    def _one(self, where: Any, op: o.Op, action: str) -> Result:
         database, container = where
         try:
-            if isinstance(op, Read):
+            if isinstance(op, o.Read):
                 try:
                     return dict(container.read_item(op.id, partition_key=op.pk))
-                except CosmosResourceNotFoundError:
+                except sdk.CosmosResourceNotFoundError:
                     return None
-            if isinstance(op, Upsert):
+            if isinstance(op, o.Upsert):
                 return _etag(container.upsert_item(op.doc, no_response=True))
-            if isinstance(op, Create):
+            if isinstance(op, o.Create):
                 try:
                     return _etag(container.create_item(op.doc, no_response=True))
-                except CosmosResourceExistsError:
-                    return Outcome.CONFLICT
-            if isinstance(op, Replace):
+                except sdk.CosmosResourceExistsError:
+                    return o.Outcome.CONFLICT
+            if isinstance(op, o.Replace):
                 try:
                     return _etag(
                         container.replace_item(
@@ -278,15 +232,15 @@ class CosmosDBSaver(BaseCosmosDBSaver):
                             no_response=True,
                         )
                     )
-                except (CosmosAccessConditionFailedError, CosmosResourceNotFoundError):
-                    return Outcome.PRECONDITION_FAILED
-            if isinstance(op, Delete):
+                except (sdk.CosmosAccessConditionFailedError, sdk.CosmosResourceNotFoundError):
+                    return o.Outcome.PRECONDITION_FAILED
+            if isinstance(op, o.Delete):
                 try:
                     container.delete_item(op.id, partition_key=op.pk)
                     return True
-                except CosmosResourceNotFoundError:
+                except sdk.CosmosResourceNotFoundError:
                     return False
-            if isinstance(op, Query):
+            if isinstance(op, o.Query):
                 params = [{"name": n, "value": v} for n, v in op.parameters]
                 if op.pk is None:
                     items = container.query_items(
@@ -295,44 +249,44 @@ class CosmosDBSaver(BaseCosmosDBSaver):
                 else:
                     items = container.query_items(op.sql, parameters=params, partition_key=op.pk)
                 return [dict(item) for item in items]
-            if isinstance(op, Batch):
+            if isinstance(op, o.Batch):
                 try:
                     results = container.execute_item_batch(
-                        batch_operations=batch_operations(op.ops), partition_key=op.pk
+                        batch_operations=o.batch_operations(op.ops), partition_key=op.pk
                     )
-                except CosmosBatchOperationError as exc:
-                    outcome = batch_failure(exc.status_code)
+                except sdk.CosmosBatchOperationError as exc:
+                    outcome = o.batch_failure(exc.status_code)
                     if outcome is None:
                         raise
                     return outcome
-                except CosmosHttpResponseError as exc:
+                except sdk.CosmosHttpResponseError as exc:
                     if exc.status_code != 413:
                         raise
-                    return Outcome.TOO_LARGE
+                    return o.Outcome.TOO_LARGE
                 return [
                     r.get("eTag") or (r.get("resourceBody") or {}).get("_etag") for r in results
                 ]
-            if isinstance(op, Sleep):
+            if isinstance(op, o.Sleep):
                 threading.Event().wait(op.seconds)
                 return None
-            if isinstance(op, Clock):
+            if isinstance(op, o.Clock):
                 return time.time()
-            if isinstance(op, ReadContainer):
+            if isinstance(op, o.ReadContainer):
                 try:
                     return dict(container.read())
-                except CosmosResourceNotFoundError:
+                except sdk.CosmosResourceNotFoundError:
                     return None
-            if isinstance(op, CreateDatabase):
+            if isinstance(op, o.CreateDatabase):
                 try:
                     self._client.create_database_if_not_exists(self._settings.database_name)
-                    return Outcome.CREATED
-                except CosmosResourceExistsError:
-                    return Outcome.CONFLICT
-                except CosmosHttpResponseError as exc:
+                    return o.Outcome.CREATED
+                except sdk.CosmosResourceExistsError:
+                    return o.Outcome.CONFLICT
+                except sdk.CosmosHttpResponseError as exc:
                     if exc.status_code != 403:
                         raise
-                    return Outcome.FORBIDDEN
-            if isinstance(op, CreateContainer):
+                    return o.Outcome.FORBIDDEN
+            if isinstance(op, o.CreateContainer):
                 try:
                     database.create_container_if_not_exists(
                         self._settings.container_name,
@@ -340,14 +294,14 @@ class CosmosDBSaver(BaseCosmosDBSaver):
                         default_ttl=op.default_ttl,
                         indexing_policy=op.indexing_policy,
                     )
-                    return Outcome.CREATED
-                except CosmosResourceExistsError:
-                    return Outcome.CONFLICT
-                except CosmosHttpResponseError as exc:
+                    return o.Outcome.CREATED
+                except sdk.CosmosResourceExistsError:
+                    return o.Outcome.CONFLICT
+                except sdk.CosmosHttpResponseError as exc:
                     if exc.status_code != 403:
                         raise
-                    return Outcome.FORBIDDEN
-            if isinstance(op, ReplaceContainer):
+                    return o.Outcome.FORBIDDEN
+            if isinstance(op, o.ReplaceContainer):
                 try:
                     database.replace_container(
                         self._settings.container_name,
@@ -355,11 +309,11 @@ class CosmosDBSaver(BaseCosmosDBSaver):
                         default_ttl=op.default_ttl,
                         indexing_policy=op.indexing_policy,
                     )
-                    return Outcome.CREATED
-                except CosmosHttpResponseError as exc:
+                    return o.Outcome.CREATED
+                except sdk.CosmosHttpResponseError as exc:
                     if exc.status_code != 403:
                         raise
-                    return Outcome.FORBIDDEN
+                    return o.Outcome.FORBIDDEN
         except CosmosSaverError:
             raise
         except Exception as exc:
@@ -456,7 +410,7 @@ class CosmosDBSaver(BaseCosmosDBSaver):
 
     @override
     def delete_thread(self, thread_id: str) -> None:
-        """Delete every checkpoint, value and write of a thread.
+        """o.Delete every checkpoint, value and write of a thread.
 
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
@@ -474,7 +428,7 @@ class CosmosDBSaver(BaseCosmosDBSaver):
 
     @override
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete the checkpoints (and writes) whose metadata ``run_id`` is in ``run_ids``.
+        """o.Delete the checkpoints (and writes) whose metadata ``run_id`` is in ``run_ids``.
 
         A namespace whose head is deleted falls back to its newest remaining checkpoint.
 
@@ -558,12 +512,6 @@ class CosmosDBSaver(BaseCosmosDBSaver):
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Run :meth:`prune` in a worker thread."""
         await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
-
-    @staticmethod
-    def _proxies() -> bool:
-        from agentstate_cosmosdb.settings import proxy_env_present
-
-        return proxy_env_present()
 
 
 def _etag(response: Any) -> str:

@@ -23,6 +23,7 @@ from agentstate_cosmosdb.schema import PARTITION_KEY_PATH
 __all__ = [
     "ClientSettings",
     "ca_bundle",
+    "client_options",
     "parse_connection_string",
     "resolve_settings",
     "ssl_context",
@@ -235,6 +236,36 @@ def tls_hook(bundle: str, user_hook: Any = None) -> Any:
             user_hook(request)
 
     return hook
+
+
+def client_options(
+    settings: ClientSettings, user_kwargs: dict[str, Any], *, asynchronous: bool
+) -> dict[str, Any]:
+    """SDK client keywords for a client the saver builds: the user's, minimal write responses,
+    and the TLS policy above (a verifying transport for aiohttp, a verifying request hook for
+    requests)."""
+    options = dict(user_kwargs)
+    # The saver never needs a written document back (it keeps the etag from the response
+    # headers), so writes ask the service for empty bodies.
+    options.setdefault("no_response_on_write", True)
+    bundle = ca_bundle(settings.verify)
+    if bundle is None:
+        options["connection_verify"] = False
+        return options
+    if asynchronous:
+        if "transport" not in options:
+            from agentstate_cosmosdb._transport import VerifyingAioTransport
+
+            context = ssl.create_default_context(cafile=bundle)
+            options["transport"] = VerifyingAioTransport(
+                context, use_env_settings=proxy_env_present()
+            )
+        return options
+    from azure.core.pipeline.transport import RequestsTransport
+
+    options["raw_request_hook"] = tls_hook(bundle, options.get("raw_request_hook"))
+    options.setdefault("transport", RequestsTransport(use_env_settings=proxy_env_present()))
+    return options
 
 
 def proxy_env_present() -> bool:
