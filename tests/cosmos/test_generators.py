@@ -172,14 +172,22 @@ def test_reachable_keeps_exactly_what_reads_need(steps: list[Any], data: st.Data
     assert not extra, f"reachable() keeps value holders nothing needs: {extra}"
 
 
-def test_references_of_a_head_name_its_checkpoint_document() -> None:
-    """A head holds no values itself: its references include its checkpoint document."""
-    saver, store = memory_saver(), MemoryContainer()
-    checkpoint = generate_checkpoint(channel_values={"a": ["x"]}, channel_versions={"a": "1"})
-    store.run(saver._put_ops(generate_config("t"), checkpoint, generate_metadata(), {"a": "1"}))
+def test_a_head_is_a_pointer_with_small_values_only() -> None:
+    """A head copies its checkpoint's own new values only when they are small: a small value
+    is read from the head alone; a larger one stays in the checkpoint document, which the
+    head's references then name."""
+    saver, store = memory_saver(compression=None), MemoryContainer()
+    small = generate_checkpoint(channel_values={"a": ["x"]}, channel_versions={"a": "1"})
+    store.run(saver._put_ops(generate_config("t"), small, generate_metadata(), {"a": "1"}))
     head = store.docs[(partition_key("t"), head_id(""))]
-    assert checkpoint_doc_id("", checkpoint["id"]) in references(head)
+    assert "a" in head["values"] and references(head) == []
+    large = generate_checkpoint(channel_values={"a": ["y" * 40_000]}, channel_versions={"a": "2"})
+    config = generate_config("t", checkpoint_id=small["id"])
+    store.run(saver._put_ops(config, large, generate_metadata(), {"a": "2"}))
+    head = store.docs[(partition_key("t"), head_id(""))]
     assert "values" not in head
+    assert references(head) == [checkpoint_doc_id("", large["id"])]
+    assert _latest(memory_saver(), store).checkpoint["channel_values"] == {"a": ["y" * 40_000]}
 
 
 # --------------------------------------------------------------------------------------------

@@ -33,6 +33,8 @@
 //     "This permission model covers only database operations that involve reading and writing
 //     data. It does not cover ... Create/Replace/Delete Database, Create/Replace/Delete
 //     Container", https://learn.microsoft.com/azure/cosmos-db/how-to-setup-rbac
+//   * A query with a partition key header reads that logical partition only (see
+//     patchPartitionQuery), as the service routes single-partition queries.
 //   * Connections are kept alive (`keepAlive: true`), as with the real service.
 //
 // OFFSET ... LIMIT is left as it is: the saver does not use it. Requests are not charged; the
@@ -155,6 +157,50 @@ function patchMissingDocumentRead() {
       }
       throw err;
     }
+  };
+}
+
+// A query sent with a partition key header reads that logical partition only, as the service
+// routes a single-partition query to the physical partition that holds the key ("if the query
+// has a partition key filter specified, Azure Cosmos DB ... routes the query to the physical
+// partitions corresponding to the partition key values", query a container,
+// https://learn.microsoft.com/azure/cosmos-db/how-to-query-container). The package
+// scans the whole container for every query, which makes query latency grow with the container
+// instead of the thread.
+function patchPartitionQuery() {
+  const handler = require("@vercel/cosmosdb-server/lib/handler/query-documents.js");
+  const readItems = require("@vercel/cosmosdb-server/lib/handler/_read-items.js").default;
+  const json = require("@vercel/cosmosdb-server/lib/json.js").default;
+  const { parsePartitionKey } = require("@vercel/cosmosdb-server/lib/utils/get-partition-from-header.js");
+  const original = handler.default;
+  handler.default = (account, req, res, params) => {
+    const header = req.headers["x-ms-documentdb-partitionkey"];
+    if (!header) return original(account, req, res, params);
+    return readItems(req, res, "Documents", async ({ continuation, maxItemCount }) => {
+      const body = await json(req);
+      if (!body.query) {
+        res.statusCode = 400;
+        return { message: "missing query" };
+      }
+      const docs = account.database(params.dbId).collection(params.collId).documents;
+      if (!docs._parent.read()) return null;
+      const key = parsePartitionKey(header);
+      const data = [...docs._data.values()]
+        .map((item) => item.read())
+        .filter((doc) => doc && String(docs._getPartition(doc)) === String(key));
+      try {
+        return docs._getQuery(body.query).exec(data, {
+          parameters: body.parameters,
+          udf: null,
+          maxItemCount,
+          continuation,
+          compositeIndexes: [],
+        });
+      } catch (err) {
+        res.statusCode = 400;
+        return { message: err.message };
+      }
+    });
   };
 }
 
@@ -331,6 +377,7 @@ function main() {
   const args = parseArgs(process.argv.slice(2));
   captureAccount();
   patchMissingDocumentRead();
+  patchPartitionQuery();
   patchTransactionalBatch();
   const { createHttpsServer } = require("@vercel/cosmosdb-server");
 

@@ -162,6 +162,10 @@ INLINE_PRIMITIVE_BYTES = 1024
 """Primitive channel values up to this size live in every checkpoint document, as in
 PostgresSaver."""
 
+HEAD_VALUES_BYTES = 16 * 1024
+"""A checkpoint's own new values up to this size (encoded) are copied into its head, which
+saves the latest read a request; larger ones are read from the checkpoint document."""
+
 OWN_VALUE_BYTES = 256 * 1024
 """Encoded new values up to this size are stored inside their checkpoint document..."""
 
@@ -632,12 +636,16 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
         return _stored_config(thread_id, ns, checkpoint_id)
 
     def _head_doc(self, cp_doc: Mapping[str, Any], now: float) -> Document:
-        """The head for a checkpoint document: the same fields without its values.
+        """The head for a checkpoint document: the same fields, with its own new values only
+        when they are small (HEAD_VALUES_BYTES), so the head stays a pointer.
 
         With ``ttl=``, the head expires no later than the oldest holder it references.
         """
         doc = {k: v for k, v in cp_doc.items() if k not in _NOT_IN_HEAD}
         doc.update(id=head_id(cp_doc["ns"]), kind=KIND_HEAD)
+        own = cp_doc.get("values") or {}
+        if own and sum(len(v[1]) for v in own.values()) <= HEAD_VALUES_BYTES:
+            doc["values"] = own  # small: the latest checkpoint reads from the head alone
         if self.ttl is None:
             return doc
         written: Mapping[str, float] = cp_doc.get("written") or {}
