@@ -6,10 +6,10 @@ logical partition, so no hot-path request crosses partitions::
     pk = digest("thread", thread_id)
 
     h.<digest(ns)>                    HeadDoc        points at the newest checkpoint of (thread,
-                                                     ns): the checkpoint document without its
-                                                     values (body, metadata, small inline
-                                                     values, where each value lives); one
-                                                     point read
+                                                     ns): the checkpoint document (body,
+                                                     metadata, small inline values, where each
+                                                     value lives) with its own values only when
+                                                     they are small; one point read
     c.<digest(ns, checkpoint_id)>     CheckpointDoc  one checkpoint: body, metadata, small
                                                      values inline, the new values of the
                                                      channels it changed (compressed), and
@@ -138,7 +138,8 @@ class CheckpointDoc(_Stamped):
 
 
 class HeadDoc(CheckpointDoc, total=False):
-    """The head (``h.``): the newest checkpoint document of (thread, ns) without ``values``.
+    """The head (``h.``): the newest checkpoint document of (thread, ns); ``values`` only when
+    they are small (otherwise they are read from the checkpoint document).
 
     Layout 1 heads also carry ``values`` and ``cached`` (copies of values); they read as is.
     """
