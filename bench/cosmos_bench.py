@@ -201,9 +201,11 @@ def worker(name: str, ca_file: str) -> None:
 class Worker:
     """A contender's worker process."""
 
-    def __init__(self, python: Path, name: str, env: dict[str, str], ca_file: str) -> None:
+    def __init__(
+        self, python: Path, name: str, env: dict[str, str], ca_file: str, script: str = __file__
+    ) -> None:
         self.proc = subprocess.Popen(
-            [str(python), __file__, "--worker", name, "--ca-file", ca_file],
+            [str(python), script, "--worker", name, "--ca-file", ca_file],
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

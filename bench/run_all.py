@@ -36,6 +36,7 @@ PREFERRED = (
     "storage_growth",
     "wrapper_overhead",
     "cosmos_bench",
+    "cosmos_cost",
 )
 
 

@@ -24,8 +24,8 @@ FAST_RETRIES: dict[str, Any] = {
     "retry_read": 1,
     "retry_backoff_max": 1,
     "retry_backoff_factor": 0.05,
-    "connection_timeout": 2,
-    "read_timeout": 5,
+    "connection_timeout": 5,
+    "read_timeout": 15,
 }
 
 DATABASE = "agentstate"
@@ -55,7 +55,7 @@ def saver_kwargs(server: CosmosTestServer, **overrides: Any) -> dict[str, Any]:
 def raw_container(server: CosmosTestServer, container: str) -> Any:
     """A plain azure.cosmos container client on the test server (TLS verified), for tests that
     inspect or alter stored documents directly."""
-    from agentstate_cosmosdb._base import tls_hook
+    from agentstate_cosmosdb.settings import tls_hook
     from azure.cosmos import CosmosClient
 
     client = CosmosClient(

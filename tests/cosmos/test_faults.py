@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -9,11 +10,12 @@ import pytest
 from agentstate_cosmosdb import (
     AsyncCosmosDBSaver,
     CosmosDBSaver,
+    CosmosMissingDocumentError,
     CosmosSaverError,
     CosmosThrottledError,
     CosmosUnavailableError,
 )
-from agentstate_cosmosdb._base import blob_id, checkpoint_doc_id, head_id, partition_key
+from agentstate_cosmosdb.schema import blob_id, checkpoint_doc_id, head_id, partition_key
 from azure.core.exceptions import AzureError
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.base.id import uuid6
@@ -144,10 +146,14 @@ def test_throttling_is_retried_within_bounds(sync_saver: CosmosDBSaver, server: 
     assert sync_saver.get_tuple(config) is not None
 
 
-def test_partly_written_put_is_never_visible(server: CosmosTestServer) -> None:
-    """A put that stopped after writing its checkpoint document but before its values and head
-    (simulated on the server) leaves the previous checkpoint as latest and in the history,
-    and the partial one invisible to get_tuple and list."""
+def test_missing_value_document_is_an_error_not_a_smaller_checkpoint(
+    server: CosmosTestServer,
+) -> None:
+    """A stored value's document deleted behind the saver's back (what a crash could never
+    leave, since values are written before what references them) makes every read of the
+    checkpoints that need it raise CosmosMissingDocumentError naming the document, instead
+    of returning the checkpoint without that channel; the checkpoints that do not need it
+    still read whole."""
     container = new_container()
     thread = "partial"
     pk = partition_key(thread)
@@ -158,30 +164,28 @@ def test_partly_written_put_is_never_visible(server: CosmosTestServer) -> None:
             generate_metadata(step=0),
             {"ch": "1"},
         )
-        items = raw_container(server, container)
-        head_before = items.read_item(head_id(""), partition_key=pk)
-
-        # Big enough to get a blob document of its own (small values live in the checkpoint
-        # document, which is written or not as a whole).
-        cp2 = generate_checkpoint(
-            channel_values={"ch": ["b" * 400_000]}, channel_versions={"ch": "2"}
-        )
+        # Incompressible and big enough to get a blob document of its own.
+        big = [os.urandom(300_000).hex()]
+        cp2 = generate_checkpoint(channel_values={"ch": big}, channel_versions={"ch": "2"})
         second = saver.put(first, cp2, generate_metadata(step=1), {"ch": "2"})
-        # Undo the blob and the head: what a crash between the documents would leave.
-        items.delete_item(blob_id("", "ch", "2"), partition_key=pk)
-        items.replace_item(head_id(""), {k: v for k, v in head_before.items() if k[0] != "_"})
-        assert items.read_item(checkpoint_doc_id("", cp2["id"]), partition_key=pk)
+        items = raw_container(server, container)
+        gone = blob_id("", "ch", "2")
+        items.delete_item(gone, partition_key=pk)
 
     with CosmosDBSaver(DATABASE, container, **saver_kwargs(server)) as fresh:
-        latest = fresh.get_tuple(generate_config(thread))
-        assert latest is not None
-        assert (
-            latest.config["configurable"]["checkpoint_id"] == first["configurable"]["checkpoint_id"]
-        )
-        assert fresh.get_tuple(second) is None
-        assert [
-            t.config["configurable"]["checkpoint_id"] for t in fresh.list(generate_config(thread))
-        ] == [first["configurable"]["checkpoint_id"]]
+        for read in (
+            lambda: fresh.get_tuple(second),
+            lambda: fresh.get_tuple(generate_config(thread)),
+        ):
+            with pytest.raises(CosmosMissingDocumentError) as info:
+                read()
+            assert info.value.document_id == gone and gone in str(info.value)
+        with pytest.raises(CosmosMissingDocumentError):
+            list(fresh.list(generate_config(thread)))
+        old = fresh.get_tuple(first)
+        assert old is not None and old.checkpoint["channel_values"] == {"ch": ["a"]}
+        assert items.read_item(checkpoint_doc_id("", cp2["id"]), partition_key=pk)
+        assert items.read_item(head_id(""), partition_key=pk)["checkpoint_id"] == cp2["id"]
 
 
 def test_errors_are_ours(sync_saver: CosmosDBSaver) -> None:

@@ -101,6 +101,7 @@ def test_thread_documents_are_the_threads_own(sync_saver: CosmosDBSaver) -> None
 
 
 async def test_athread_documents(async_saver: AsyncCosmosDBSaver) -> None:
+    """athread_documents returns the thread's stored documents, all of that thread only."""
     graph = build(async_saver)
     await graph.ainvoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t"}})
     docs = await async_saver.athread_documents("t")

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 from agentstate_cosmosdb import AsyncCosmosDBSaver, CosmosDBSaver
-from agentstate_cosmosdb._base import CHUNK_BYTES, partition_key
+from agentstate_cosmosdb.documents import CHUNK_BYTES
+from agentstate_cosmosdb.schema import partition_key
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.conformance.test_utils import (

@@ -211,11 +211,31 @@ class CosmosTestServer:
                     raise
                 time.sleep(0.05)
 
-    def stats(self) -> dict[str, int]:
-        """Requests served since the last reset, by kind (read, query, upsert, ...)."""
+    def fail(self, after: int, count: int = 1_000_000) -> None:
+        """After ``after`` more data-plane requests, answer the next ``count`` with 503 (nothing
+        applied): a client or network dying in the middle of a multi-request operation."""
+        self.control("POST", "/_agentstate/fail", {"after": after, "count": count})
+
+    def heal(self) -> None:
+        """Stop injecting failures."""
+        self.control("POST", "/_agentstate/fail", {"after": -1, "count": 0})
+
+    def limit_batches(self, batch_bytes: int = 2 * 1024 * 1024) -> None:
+        """Refuse transactional batches larger than ``batch_bytes`` with 413 (default: the
+        service's 2 MB)."""
+        self.control("POST", "/_agentstate/limits", {"batchBytes": batch_bytes})
+
+    def advance_clock(self, seconds: float) -> None:
+        """Move the server's time-to-live clock forward (items expire as if time had passed)."""
+        self.control("POST", "/_agentstate/clock", {"advance": seconds})
+
+    def stats(self) -> dict[str, float]:
+        """Since the last reset: requests by kind (read, query, upsert, batch, ...), ``total``,
+        ``bytes_in`` / ``bytes_out`` (data-plane bytes received and sent, counted by the server)
+        and ``ru_estimate`` (estimated request units, see launch.mjs)."""
         result = self.control("GET", "/_agentstate/stats")
         assert isinstance(result, dict)
-        return {str(k): int(v) for k, v in result.items()}
+        return {str(k): float(v) for k, v in result.items()}
 
     def reset_stats(self) -> None:
         """Zero the request counters."""

@@ -1,23 +1,33 @@
 """LangGraph checkpoint savers on Azure Cosmos DB, with optional message reduction.
 
+Modules: ``schema`` (documents, ids, queries), ``settings`` (names, credentials, TLS),
+``ops`` (storage operations), ``documents`` (encoding, compression, reachability), ``heads``
+(the head cache), ``_base`` (every operation, written once), ``saver`` / ``aio`` (the sync and
+async SDK drivers), ``errors``, ``migrate`` (from langgraph-checkpoint-cosmosdb 0.4).
+
 ``CosmosDBSaver`` (sync, ``azure.cosmos``) and ``AsyncCosmosDBSaver`` (async,
 ``azure.cosmos.aio``) share one storage layout: all documents of a thread in one logical
 partition (partition key path ``/pk``), the latest checkpoint found by point reads, each channel
 value stored once per version, large values split across documents.
 """
 
-from agentstate_cosmosdb._base import PARTITION_KEY_PATH
 from agentstate_cosmosdb.aio import AsyncCosmosDBSaver
 from agentstate_cosmosdb.errors import (
     CosmosConfigurationError,
     CosmosContainerNotFoundError,
+    CosmosDataError,
     CosmosItemTooLargeError,
+    CosmosMissingDocumentError,
     CosmosOperationError,
+    CosmosSaverClosedError,
     CosmosSaverError,
+    CosmosSchemaError,
     CosmosThrottledError,
     CosmosUnavailableError,
 )
+from agentstate_cosmosdb.migrate import MigrationReport, migrate_from_langgraph_checkpoint_cosmosdb
 from agentstate_cosmosdb.saver import CosmosDBSaver
+from agentstate_cosmosdb.schema import PARTITION_KEY_PATH
 
 __all__ = [
     "PARTITION_KEY_PATH",
@@ -25,9 +35,15 @@ __all__ = [
     "CosmosConfigurationError",
     "CosmosContainerNotFoundError",
     "CosmosDBSaver",
+    "CosmosDataError",
     "CosmosItemTooLargeError",
+    "CosmosMissingDocumentError",
     "CosmosOperationError",
+    "CosmosSaverClosedError",
     "CosmosSaverError",
+    "CosmosSchemaError",
     "CosmosThrottledError",
     "CosmosUnavailableError",
+    "MigrationReport",
+    "migrate_from_langgraph_checkpoint_cosmosdb",
 ]

@@ -1,188 +1,90 @@
-"""AsyncCosmosDBSaver: the natively async Cosmos DB saver (``azure.cosmos.aio``, aiohttp)."""
+"""AsyncCosmosDBSaver: the async driver (``azure.cosmos.aio``, aiohttp). SDK calls only.
+
+Its twin is :mod:`agentstate_cosmosdb.saver`: the same methods, line for line, with ``await``.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import ssl
-from collections.abc import AsyncIterator, Iterator, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from azure.core import MatchConditions
-from azure.core.pipeline.transport import AioHttpTransport
 from azure.cosmos import PartitionKey
+from azure.cosmos import exceptions as sdk
 from azure.cosmos.aio import CosmosClient
-from azure.cosmos.exceptions import (
-    CosmosAccessConditionFailedError,
-    CosmosBatchOperationError,
-    CosmosResourceExistsError,
-    CosmosResourceNotFoundError,
-)
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-)
-from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.base import CheckpointTuple as Tuple
 from typing_extensions import override
 
-from agentstate_cosmosdb._base import (
-    CONFLICT,
-    PARTITION_KEY_PATH,
-    PRECONDITION_FAILED,
-    BaseCosmosDBSaver,
-    Batch,
-    ClientSettings,
-    Create,
-    Delete,
-    Emit,
-    Op,
-    Ops,
-    Query,
-    Read,
-    Replace,
-    Upsert,
-    batch_failure,
-    batch_operations,
-    map_sdk_error,
-    missing_container_message,
-    proxy_env_present,
-    resolve_settings,
-    wrong_partition_key_message,
-)
-from agentstate_cosmosdb.errors import (
-    CosmosConfigurationError,
-    CosmosContainerNotFoundError,
-    CosmosSaverError,
-)
+from agentstate_cosmosdb import ops as o
+from agentstate_cosmosdb._base import BaseCosmosDBSaver
+from agentstate_cosmosdb.errors import CosmosSaverError, map_sdk_error
+from agentstate_cosmosdb.ops import Ops, Result
+from agentstate_cosmosdb.settings import client_options, parse_connection_string
 
 if TYPE_CHECKING:
-    from agentstate_reducer import MessageReducer
+    from agentstate_reducer import MessageReducer  # noqa: F401
 
 __all__ = ["AsyncCosmosDBSaver"]
 
 
-class _VerifyingTransport(AioHttpTransport):  # type: ignore[misc]
-    """aiohttp transport that always verifies TLS with one SSL context built up front.
-
-    The SDK turns verification off for loopback endpoints and rebuilds an SSL context from a CA
-    path on every request (which defeats connection reuse); this transport does neither.
-    """
-
-    def __init__(self, context: ssl.SSLContext, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._context = context
-
-    def _build_ssl_config(self, cert: Any, verify: Any) -> ssl.SSLContext:
-        return self._context
-
-
 class AsyncCosmosDBSaver(BaseCosmosDBSaver):
-    """Store LangGraph checkpoints in Azure Cosmos DB with ``azure.cosmos.aio``.
+    """Store LangGraph checkpoints in Azure Cosmos DB with ``azure.cosmos.aio``, natively async.
 
-    Same storage, arguments and behaviour as :class:`~agentstate_cosmosdb.CosmosDBSaver`; every
-    request is awaited on the event loop, independent requests of one operation concurrently.
-    The client is created on first use (or by :meth:`setup`) and closed by :meth:`aclose` when
-    the saver created it. The sync methods (``get_tuple``, ``put``, ...) may be called only from
-    another thread than the saver's event loop, as with ``AsyncPostgresSaver``.
-
-    Args:
-        database_name: Cosmos DB database.
-        container_name: Container for the checkpoints (partition key path ``/pk``).
-        endpoint: Account endpoint; defaults to ``COSMOSDB_ENDPOINT``.
-        credential: Account key (str) or an async ``TokenCredential``
-            (``azure.identity.aio``); defaults to ``COSMOSDB_KEY``.
-        client: An existing ``azure.cosmos.aio.CosmosClient``, used as given and never closed.
-        reducer: A ``MessageReducer`` applied to the ``messages_key`` channel before storing.
-        messages_key: The channel that holds the message list.
-        ttl: Item time-to-live in seconds (see ``CosmosDBSaver``).
-        create_if_missing: Create the database and container when missing; defaults to True
-            with an account key and False otherwise.
-        connection_verify: True (system CAs), a CA bundle path, or False. Also applies to
-            loopback endpoints. Ignored with ``client=`` or a ``transport=`` client option.
-        serde: Serializer for checkpoints and values.
-        **client_kwargs: Passed to ``azure.cosmos.aio.CosmosClient``.
+    Same storage, arguments and behaviour as :class:`~agentstate_cosmosdb.CosmosDBSaver`
+    (without ``max_workers``: independent requests of one operation are awaited together).
+    Give it an ``azure.identity.aio`` credential or an ``azure.cosmos.aio.CosmosClient``. It
+    belongs to the event loop it first runs on; its sync methods may be called only from
+    another thread, as with ``AsyncPostgresSaver``.
 
     Raises:
-        CosmosConfigurationError: Invalid arguments, or no endpoint/credential available.
+        TypeError: An argument has the wrong type.
+        CosmosConfigurationError: An argument has a wrong value, or no endpoint / credential.
     """
 
-    def __init__(
-        self,
-        database_name: str,
-        container_name: str,
-        *,
-        endpoint: str | None = None,
-        credential: Any = None,
-        client: CosmosClient | None = None,
-        reducer: MessageReducer | None = None,
-        messages_key: str = "messages",
-        ttl: int | None = None,
-        create_if_missing: bool | None = None,
-        connection_verify: bool | str = True,
-        serde: SerializerProtocol | None = None,
-        **client_kwargs: Any,
-    ) -> None:
-        super().__init__(serde=serde, reducer=reducer, messages_key=messages_key, ttl=ttl)
-        self._settings: ClientSettings = resolve_settings(
-            database_name=database_name,
-            container_name=container_name,
-            endpoint=endpoint,
-            credential=credential,
-            has_client=client is not None,
-            create_if_missing=create_if_missing,
-            connection_verify=connection_verify,
-        )
-        self._client = client
-        self._owns_client = client is None
-        self._client_kwargs = client_kwargs
-        self._container: Any = None
+    def __init__(self, database_name: str, container_name: str, **kwargs: Any) -> None:
+        super().__init__(database_name, container_name, **kwargs)
         self._setup_lock: asyncio.Lock | None = None
         try:
             self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             self.loop = None
 
-    def __repr__(self) -> str:
-        s = self._settings
-        where = s.endpoint or "client"
-        return (
-            f"{type(self).__name__}(endpoint={where!r}, database={s.database_name!r}, "
-            f"container={s.container_name!r}, {self._describe()})"
-        )
-
     # -- construction ----------------------------------------------------------------------
 
     @classmethod
     @asynccontextmanager
-    async def from_endpoint(
-        cls,
-        endpoint: str,
-        credential: Any,
-        database_name: str,
-        container_name: str,
-        **kwargs: Any,
+    async def from_conn_string(
+        cls, conn_str: str, *, database_name: str, container_name: str, **kwargs: Any
     ) -> AsyncIterator[AsyncCosmosDBSaver]:
-        """Build a saver, set it up, and close its client on exit::
+        """The async twin of ``CosmosDBSaver.from_conn_string``::
 
-            async with AsyncCosmosDBSaver.from_endpoint(url, key, "mydb", "cps") as saver:
+            async with AsyncCosmosDBSaver.from_conn_string(
+                conn, database_name="db", container_name="checkpoints"
+            ) as saver:
                 graph = builder.compile(checkpointer=saver)
 
-        Args:
-            endpoint: Account endpoint.
-            credential: Account key or async TokenCredential.
-            database_name: Cosmos DB database.
-            container_name: Checkpoint container.
-            **kwargs: Any other argument of :class:`AsyncCosmosDBSaver`.
+        Raises:
+            CosmosConfigurationError: A malformed connection string (named part; no key shown).
+            CosmosSaverError: Setup failed (service unreachable or refusing).
+        """
+        endpoint, key = parse_connection_string(conn_str)
+        async with cls.from_endpoint(endpoint, key, database_name, container_name, **kwargs) as s:
+            yield s
 
-        Yields:
-            The ready saver.
+    @classmethod
+    @asynccontextmanager
+    async def from_endpoint(
+        cls, endpoint: str, credential: Any, database_name: str, container_name: str, **kwargs: Any
+    ) -> AsyncIterator[AsyncCosmosDBSaver]:
+        """Build a saver, set it up, and close it on exit (async).
 
         Raises:
-            CosmosContainerNotFoundError: The container is missing and may not be created.
             CosmosSaverError: The service could not be reached or refused the setup.
         """
         saver = cls(
@@ -195,22 +97,20 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
             await saver.aclose()
 
     async def setup(self) -> None:
-        """Connect, and create or check the database and container. Safe to call repeatedly.
+        """Async twin of ``CosmosDBSaver.setup``.
 
         Raises:
-            CosmosContainerNotFoundError: The database or container is missing and the saver may
-                not create it.
-            CosmosConfigurationError: The container's partition key path is not ``/pk``.
-            CosmosSaverError: The service could not be reached or refused the request.
+            CosmosContainerNotFoundError: No database or container, and none could be created.
+            CosmosConfigurationError: The container's partition key is not ``/pk``, or its
+                time-to-live is off under ``ttl=`` and the saver may not turn it on.
+            CosmosSaverClosedError: ``aclose()`` was called.
+            CosmosSaverError: Any other refusal or an unreachable service.
         """
         await self._get_container()
 
     async def aclose(self) -> None:
-        """Close the client if the saver created it."""
-        client = self._client if self._owns_client else None
-        self._container = None
-        if self._owns_client:
-            self._client = None
+        """Close the client if the saver created it; later calls raise CosmosSaverClosedError."""
+        client = self._release_client()
         if client is not None:
             await client.close()
 
@@ -221,6 +121,7 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
         await self.aclose()
 
     async def _get_container(self) -> Any:
+        self._check_open()
         if self._container is not None:
             return self._container
         if self.loop is None:
@@ -228,141 +129,162 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
         if self._setup_lock is None:
             self._setup_lock = asyncio.Lock()
         async with self._setup_lock:
+            self._check_open()
             if self._container is None:
-                self._container = await self._connect()
-            return self._container
-
-    async def _connect(self) -> Any:
-        s = self._settings
-        try:
-            if self._client is None:
-                kwargs = dict(self._client_kwargs)
-                if s.verify is False:
-                    kwargs["connection_verify"] = False
-                elif "transport" not in kwargs:
-                    context = ssl.create_default_context(
-                        cafile=s.verify if isinstance(s.verify, str) else None
-                    )
-                    kwargs["transport"] = _VerifyingTransport(
-                        context, use_env_settings=proxy_env_present()
-                    )
-                assert s.endpoint is not None  # resolve_settings guarantees it without client=
-                self._client = CosmosClient(s.endpoint, credential=s.credential, **kwargs)
-            if s.create_if_missing:
-                # "if not exists" is a read then a create: savers starting together may race,
-                # and the loser sees 409 Conflict; the container exists then, so try again.
-                for attempt in range(3):
+                s = self._settings
+                if self._client is None:
+                    options = client_options(s, self._client_kwargs, asynchronous=True)
                     try:
-                        database = await self._client.create_database_if_not_exists(s.database_name)
-                        container = await database.create_container_if_not_exists(
-                            s.container_name,
-                            partition_key=PartitionKey(path=PARTITION_KEY_PATH),
-                            default_ttl=-1 if self.ttl is not None else None,
-                        )
-                        break
-                    except CosmosResourceExistsError:
-                        if attempt == 2:
-                            raise
-            else:
-                container = self._client.get_database_client(s.database_name).get_container_client(
-                    s.container_name
-                )
-            props = await container.read()
-        except CosmosResourceNotFoundError as exc:
-            raise CosmosContainerNotFoundError(
-                missing_container_message(s, "database or container"), status_code=404
-            ) from exc
-        except CosmosSaverError:
-            raise
-        except Exception as exc:
-            raise map_sdk_error(exc, "open the checkpoint container", s.credential) from exc
-        paths = (props.get("partitionKey") or {}).get("paths")
-        if paths != [PARTITION_KEY_PATH]:
-            raise CosmosConfigurationError(wrong_partition_key_message(s, paths))
-        return container
+                        self._client = CosmosClient(str(s.endpoint), s.credential, **options)
+                    except Exception as exc:
+                        raise self._client_failed(exc) from exc
+                database = self._client.get_database_client(s.database_name)
+                where = (database, database.get_container_client(s.container_name))
+                await self._run(self._connect_ops(), "open the checkpoint container", where)
+                self._container = where[1]
+            return self._container
 
     # -- the I/O driver ----------------------------------------------------------------------
 
-    async def _run(self, ops: Ops, action: str) -> Any:
-        container = await self._get_container()
+    async def _run(self, ops: Ops[Any], action: str, where: Any = None) -> Any:
+        where = where or (None, await self._get_container())
         try:
             step = next(ops)
             while True:
-                if isinstance(step, Emit):
+                if isinstance(step, o.Emit):
                     raise TypeError("streaming operations go through _stream")
-                step = ops.send(await self._execute(container, step, action))
+                step = ops.send(await self._execute(where, step, action))
         except StopIteration as stop:
             return stop.value
 
-    async def _stream(self, ops: Ops, action: str) -> AsyncIterator[CheckpointTuple]:
-        container = await self._get_container()
-        result: Any = None
+    async def _stream(self, ops: Ops[None], action: str) -> AsyncIterator[Tuple]:
+        where = (None, await self._get_container())
+        result: Result = None
         while True:
             try:
                 step = ops.send(result)
             except StopIteration:
                 return
-            if isinstance(step, Emit):
+            if isinstance(step, o.Emit):
                 result = None
                 yield step.value
             else:
-                result = await self._execute(container, step, action)
+                result = await self._execute(where, step, action)
 
-    async def _execute(self, container: Any, step: Op | Sequence[Op], action: str) -> Any:
-        if isinstance(step, (list, tuple)):
-            if len(step) == 1:
-                return [await self._one(container, step[0], action)]
-            return list(await asyncio.gather(*(self._one(container, op, action) for op in step)))
-        return await self._one(container, step, action)  # type: ignore[arg-type]
+    async def _execute(self, where: Any, step: o.Op | Sequence[o.Op], action: str) -> Result:
+        if not isinstance(step, (list, tuple)):
+            return await self._one(where, step, action)  # type: ignore[arg-type]
+        if len(step) < 2:
+            return [await self._one(where, op, action) for op in step]
+        # Every request of the step is in flight at once on the event loop.
+        return list(await asyncio.gather(*(self._one(where, op, action) for op in step)))
 
-    async def _one(self, container: Any, op: Op, action: str) -> Any:
+    async def _one(self, where: Any, op: o.Op, action: str) -> Result:
+        database, container = where
         try:
-            if isinstance(op, Read):
+            if isinstance(op, o.Read):
                 try:
-                    return await container.read_item(op.id, partition_key=op.pk)
-                except CosmosResourceNotFoundError:
+                    return dict(await container.read_item(op.id, partition_key=op.pk))
+                except sdk.CosmosResourceNotFoundError:
                     return None
-            if isinstance(op, Upsert):
-                return await container.upsert_item(op.doc)
-            if isinstance(op, Create):
+            if isinstance(op, o.Upsert):
+                return _etag(await container.upsert_item(op.doc, no_response=True))
+            if isinstance(op, o.Create):
                 try:
-                    return await container.create_item(op.doc)
-                except CosmosResourceExistsError:
-                    return CONFLICT
-            if isinstance(op, Replace):
+                    return _etag(await container.create_item(op.doc, no_response=True))
+                except sdk.CosmosResourceExistsError:
+                    return o.Outcome.CONFLICT
+            if isinstance(op, o.Replace):
                 try:
-                    return await container.replace_item(
-                        op.doc["id"],
-                        op.doc,
-                        etag=op.etag,
-                        match_condition=MatchConditions.IfNotModified,
+                    return _etag(
+                        await container.replace_item(
+                            op.doc["id"],
+                            op.doc,
+                            etag=op.etag,
+                            match_condition=MatchConditions.IfNotModified,
+                            no_response=True,
+                        )
                     )
-                except (CosmosAccessConditionFailedError, CosmosResourceNotFoundError):
-                    return PRECONDITION_FAILED
-            if isinstance(op, Delete):
+                except (sdk.CosmosAccessConditionFailedError, sdk.CosmosResourceNotFoundError):
+                    return o.Outcome.PRECONDITION_FAILED
+            if isinstance(op, o.Delete):
                 try:
                     await container.delete_item(op.id, partition_key=op.pk)
                     return True
-                except CosmosResourceNotFoundError:
+                except sdk.CosmosResourceNotFoundError:
                     return False
-            if isinstance(op, Batch):
-                try:
-                    results = await container.execute_item_batch(
-                        batch_operations=batch_operations(op.ops), partition_key=op.pk
-                    )
-                except CosmosBatchOperationError as exc:
-                    outcome = batch_failure(exc.status_code)
-                    if outcome is None:
-                        raise
-                    return outcome
-                return [r.get("resourceBody") for r in results]
-            if isinstance(op, Query):
+            if isinstance(op, o.Query):
                 params = [{"name": n, "value": v} for n, v in op.parameters]
                 if op.pk is None:
                     items = container.query_items(op.sql, parameters=params)
                 else:
                     items = container.query_items(op.sql, parameters=params, partition_key=op.pk)
-                return [item async for item in items]
+                return [dict(item) async for item in items]
+            if isinstance(op, o.Batch):
+                try:
+                    results = await container.execute_item_batch(
+                        batch_operations=o.batch_operations(op.ops), partition_key=op.pk
+                    )
+                except sdk.CosmosBatchOperationError as exc:
+                    outcome = o.batch_failure(exc.status_code)
+                    if outcome is None:
+                        raise
+                    return outcome
+                except sdk.CosmosHttpResponseError as exc:
+                    if exc.status_code != 413:
+                        raise
+                    return o.Outcome.TOO_LARGE
+                return [
+                    r.get("eTag") or (r.get("resourceBody") or {}).get("_etag") for r in results
+                ]
+            if isinstance(op, o.Sleep):
+                await asyncio.sleep(op.seconds)
+                return None
+            if isinstance(op, o.Clock):
+                return time.time()
+            if isinstance(op, o.ReadContainer):
+                try:
+                    return dict(await container.read())
+                except sdk.CosmosResourceNotFoundError:
+                    return None
+            if isinstance(op, o.CreateDatabase):
+                try:
+                    await self._client.create_database_if_not_exists(self._settings.database_name)
+                    return o.Outcome.CREATED
+                except sdk.CosmosResourceExistsError:
+                    return o.Outcome.CONFLICT
+                except sdk.CosmosHttpResponseError as exc:
+                    if exc.status_code != 403:
+                        raise
+                    return o.Outcome.FORBIDDEN
+            if isinstance(op, o.CreateContainer):
+                try:
+                    await database.create_container_if_not_exists(
+                        self._settings.container_name,
+                        partition_key=PartitionKey(path=op.partition_key_path),
+                        default_ttl=op.default_ttl,
+                        indexing_policy=op.indexing_policy,
+                    )
+                    return o.Outcome.CREATED
+                except sdk.CosmosResourceExistsError:
+                    return o.Outcome.CONFLICT
+                except sdk.CosmosHttpResponseError as exc:
+                    if exc.status_code != 403:
+                        raise
+                    return o.Outcome.FORBIDDEN
+            if isinstance(op, o.ReplaceContainer):
+                try:
+                    await database.replace_container(
+                        self._settings.container_name,
+                        partition_key=PartitionKey(path=op.partition_key_path),
+                        default_ttl=op.default_ttl,
+                        indexing_policy=op.indexing_policy,
+                    )
+                    return o.Outcome.CREATED
+                except sdk.CosmosHttpResponseError as exc:
+                    if exc.status_code != 403:
+                        raise
+                    return o.Outcome.FORBIDDEN
         except CosmosSaverError:
             raise
         except Exception as exc:
@@ -372,15 +294,14 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
     # -- BaseCheckpointSaver (async) -------------------------------------------------------
 
     @override
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Fetch a checkpoint: the latest of the thread and namespace, or the one in ``config``.
+    async def aget_tuple(self, config: RunnableConfig) -> Tuple | None:
+        """Fetch a checkpoint (see ``CosmosDBSaver.get_tuple``).
 
         Raises:
+            CosmosMissingDocumentError: A document the checkpoint needs is missing.
             CosmosSaverError: The service could not be reached or refused the request.
         """
-        result: CheckpointTuple | None = await self._run(
-            self._get_tuple_ops(config), "read a checkpoint"
-        )
+        result: Tuple | None = await self._run(self._get_tuple_ops(config), "read a checkpoint")
         return result
 
     @override
@@ -391,15 +312,15 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
         filter: dict[str, Any] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """List checkpoints, newest first (see ``CosmosDBSaver.list``).
+    ) -> AsyncIterator[Tuple]:
+        """List checkpoints newest first, a page at a time (see ``CosmosDBSaver.list``).
 
         Raises:
+            CosmosMissingDocumentError: A document a listed checkpoint needs is missing.
             CosmosSaverError: The service could not be reached or refused the request.
         """
-        async for item in self._stream(
-            self._list_ops(config, filter=filter, before=before, limit=limit), "list checkpoints"
-        ):
+        ops = self._list_ops(config, filter=filter, before=before, limit=limit)
+        async for item in self._stream(ops, "list checkpoints"):
             yield item
 
     @override
@@ -410,7 +331,7 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Store a checkpoint (reduced first when a reducer is set); see ``CosmosDBSaver.put``.
+        """Store a checkpoint, reduced first when a reducer is set (async hooks awaited).
 
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
@@ -422,9 +343,8 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
             checkpoint = await self.message_reduction.aapply(
                 config, checkpoint, new_versions, metadata=metadata
             )
-        result: RunnableConfig = await self._run(
-            self._put_ops(config, checkpoint, metadata, new_versions), "store a checkpoint"
-        )
+        ops = self._put_ops(config, checkpoint, metadata, new_versions)
+        result: RunnableConfig = await self._run(ops, "store a checkpoint")
         return result
 
     @override
@@ -435,19 +355,16 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Store the pending writes of one task for a checkpoint.
+        """Store one task's pending writes for a checkpoint (async).
 
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
         """
-        await self._run(
-            self._put_writes_ops(config, writes, task_id, task_path), "store pending writes"
-        )
+        ops = self._put_writes_ops(config, writes, task_id, task_path)
+        await self._run(ops, "store pending writes")
 
     async def athread_documents(self, thread_id: str) -> builtins.list[dict[str, Any]]:
-        """Every stored document of a thread (checkpoints, values, writes, heads), as stored.
-
-        One single-partition query; for inspection and measurement, not a hot path.
+        """Every stored document of a thread, as stored (async; for inspection).
 
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
@@ -459,7 +376,7 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
 
     @override
     async def adelete_thread(self, thread_id: str) -> None:
-        """Delete every checkpoint, value and write of a thread.
+        """o.Delete a thread (async; see ``CosmosDBSaver.delete_thread``).
 
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
@@ -468,25 +385,27 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
 
     @override
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy every checkpoint, value and write of one thread to another.
+        """Copy a thread (async; see ``CosmosDBSaver.copy_thread``).
 
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
         """
-        await self._run(self._copy_thread_ops(source_thread_id, target_thread_id), "copy a thread")
+        ops = self._copy_thread_ops(source_thread_id, target_thread_id)
+        await self._run(ops, "copy a thread")
 
     @override
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete the checkpoints (and writes) whose metadata ``run_id`` is in ``run_ids``.
+        """o.Delete the checkpoints of runs (async; see ``CosmosDBSaver.delete_for_runs``).
 
         Raises:
+            TypeError: ``run_ids`` is one str.
             CosmosSaverError: The service could not be reached or refused the request.
         """
         await self._run(self._delete_for_runs_ops(run_ids), "delete checkpoints of runs")
 
     @override
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Prune threads (see ``CosmosDBSaver.prune``).
+        """Prune threads (async; see ``CosmosDBSaver.prune``).
 
         Raises:
             ValueError: Unknown strategy.
@@ -511,11 +430,15 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
             )
         return loop
 
+    def _block(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+        loop = self._loop_for_sync_call()  # before the coroutine exists: none left unawaited
+        return asyncio.run_coroutine_threadsafe(make(), loop).result()
+
     @override
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+    def get_tuple(self, config: RunnableConfig) -> Tuple | None:
         """Blocking :meth:`aget_tuple`, for calls from a thread other than the saver's loop."""
-        loop = self._loop_for_sync_call()
-        return asyncio.run_coroutine_threadsafe(self.aget_tuple(config), loop).result()
+        result: Tuple | None = self._block(lambda: self.aget_tuple(config))
+        return result
 
     @override
     def list(
@@ -525,14 +448,18 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
         filter: dict[str, Any] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
+    ) -> Iterator[Tuple]:
         """Blocking :meth:`alist`, for calls from a thread other than the saver's loop."""
-        loop = self._loop_for_sync_call()
+        items = self.alist(config, filter=filter, before=before, limit=limit)
 
-        async def collect() -> list[CheckpointTuple]:
-            return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
+        async def next_item() -> Tuple:
+            return await items.__anext__()
 
-        yield from asyncio.run_coroutine_threadsafe(collect(), loop).result()
+        while True:
+            try:
+                yield self._block(next_item)
+            except StopAsyncIteration:
+                return
 
     @override
     def put(
@@ -543,10 +470,10 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Blocking :meth:`aput`, for calls from a thread other than the saver's loop."""
-        loop = self._loop_for_sync_call()
-        return asyncio.run_coroutine_threadsafe(
-            self.aput(config, checkpoint, metadata, new_versions), loop
-        ).result()
+        result: RunnableConfig = self._block(
+            lambda: self.aput(config, checkpoint, metadata, new_versions)
+        )
+        return result
 
     @override
     def put_writes(
@@ -557,33 +484,30 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
         task_path: str = "",
     ) -> None:
         """Blocking :meth:`aput_writes`, for calls from a thread other than the saver's loop."""
-        loop = self._loop_for_sync_call()
-        asyncio.run_coroutine_threadsafe(
-            self.aput_writes(config, writes, task_id, task_path), loop
-        ).result()
+        self._block(lambda: self.aput_writes(config, writes, task_id, task_path))
 
     @override
     def delete_thread(self, thread_id: str) -> None:
         """Blocking :meth:`adelete_thread`, for calls from another thread."""
-        loop = self._loop_for_sync_call()
-        asyncio.run_coroutine_threadsafe(self.adelete_thread(thread_id), loop).result()
+        self._block(lambda: self.adelete_thread(thread_id))
 
     @override
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Blocking :meth:`acopy_thread`, for calls from another thread."""
-        loop = self._loop_for_sync_call()
-        asyncio.run_coroutine_threadsafe(
-            self.acopy_thread(source_thread_id, target_thread_id), loop
-        ).result()
+        self._block(lambda: self.acopy_thread(source_thread_id, target_thread_id))
 
     @override
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Blocking :meth:`adelete_for_runs`, for calls from another thread."""
-        loop = self._loop_for_sync_call()
-        asyncio.run_coroutine_threadsafe(self.adelete_for_runs(run_ids), loop).result()
+        self._block(lambda: self.adelete_for_runs(run_ids))
 
     @override
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Blocking :meth:`aprune`, for calls from another thread."""
-        loop = self._loop_for_sync_call()
-        asyncio.run_coroutine_threadsafe(self.aprune(thread_ids, strategy=strategy), loop).result()
+        self._block(lambda: self.aprune(thread_ids, strategy=strategy))
+
+
+def _etag(response: Any) -> str:
+    """The etag of a write, from the response headers (the body is empty: no_response)."""
+    headers = response.get_response_headers()
+    return str(headers.get("etag") or "")

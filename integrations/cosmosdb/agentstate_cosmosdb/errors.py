@@ -13,17 +13,27 @@ account key.
      ├── CosmosUnavailableError        the service could not be reached (connection, TLS, timeout)
      ├── CosmosThrottledError          429 TooManyRequests still returned after the SDK's retries
      ├── CosmosItemTooLargeError       413: an item exceeded the service's size limit
-     └── CosmosOperationError          any other error status from the service
+     ├── CosmosOperationError          any other error status from the service
+     ├── CosmosDataError               what is stored cannot be read back as a whole checkpoint
+     │    ├── CosmosMissingDocumentError   a document a checkpoint references is gone
+     │    └── CosmosSchemaError            documents written by a newer version of the saver
+     └── CosmosSaverClosedError        the saver was used after close() / aclose()
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "CosmosConfigurationError",
     "CosmosContainerNotFoundError",
+    "CosmosDataError",
     "CosmosItemTooLargeError",
+    "CosmosMissingDocumentError",
     "CosmosOperationError",
+    "CosmosSaverClosedError",
     "CosmosSaverError",
+    "CosmosSchemaError",
     "CosmosThrottledError",
     "CosmosUnavailableError",
 ]
@@ -63,3 +73,78 @@ class CosmosItemTooLargeError(CosmosSaverError):
 
 class CosmosOperationError(CosmosSaverError):
     """The service answered with an error status not covered by a more specific class."""
+
+
+class CosmosDataError(CosmosSaverError):
+    """Stored documents cannot be read back as a complete checkpoint; nothing was returned."""
+
+
+class CosmosMissingDocumentError(CosmosDataError):
+    """A document that a checkpoint references (a value, a chunk, pending writes) is missing.
+
+    Attributes:
+        document_id: The id of the missing document.
+    """
+
+    def __init__(self, message: str, *, document_id: str) -> None:
+        super().__init__(message)
+        self.document_id = document_id
+
+
+class CosmosSchemaError(CosmosDataError):
+    """A document was written by a newer version of the saver (a higher ``schema``)."""
+
+
+class CosmosSaverClosedError(CosmosSaverError, RuntimeError):
+    """The saver was used after ``close()`` / ``aclose()``; build a new one."""
+
+
+def map_sdk_error(exc: BaseException, action: str, secret: Any) -> CosmosSaverError:
+    """Map an Azure SDK exception to a :class:`CosmosSaverError` naming ``action``.
+
+    The account key (``secret``) never appears in the message.
+    """
+    from azure.core.exceptions import ServiceRequestError, ServiceResponseError
+    from azure.cosmos.exceptions import (
+        CosmosBatchOperationError,
+        CosmosClientTimeoutError,
+        CosmosHttpResponseError,
+    )
+
+    from agentstate_cosmosdb.settings import scrub
+
+    detail = scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, secret)[:300]
+    if isinstance(exc, (CosmosClientTimeoutError, ServiceRequestError, ServiceResponseError)):
+        return CosmosUnavailableError(
+            f"Cosmos DB could not be reached while trying to {action}: {detail}. Check that the "
+            "endpoint is right and reachable; the operation was not completed."
+        )
+    if isinstance(exc, (CosmosHttpResponseError, CosmosBatchOperationError)):
+        status = exc.status_code
+        if status == 429:
+            return CosmosThrottledError(
+                f"Cosmos DB kept throttling (429) while trying to {action}, after the SDK's "
+                "retries. Raise the container's throughput or the client's retry_total / "
+                "retry_backoff_max.",
+                status_code=status,
+            )
+        if status == 413:
+            return CosmosItemTooLargeError(
+                f"Cosmos DB refused an item as too large while trying to {action}: {detail}",
+                status_code=status,
+            )
+        if status in (401, 403):
+            return CosmosOperationError(
+                f"Cosmos DB refused the credential while trying to {action} (HTTP {status}). "
+                "Check the account key or the identity's data-plane role.",
+                status_code=status,
+            )
+        return CosmosOperationError(
+            f"Cosmos DB answered HTTP {status} while trying to {action}: {detail}",
+            status_code=status,
+        )
+    if isinstance(exc, OSError):
+        return CosmosUnavailableError(
+            f"Cosmos DB could not be reached while trying to {action}: {detail}"
+        )
+    return CosmosOperationError(f"Cosmos DB call failed while trying to {action}: {detail}")

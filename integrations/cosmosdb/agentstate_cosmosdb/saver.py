@@ -1,189 +1,88 @@
-"""CosmosDBSaver: a LangGraph checkpoint saver on Azure Cosmos DB (sync ``azure.cosmos``)."""
+"""CosmosDBSaver: the sync driver (``azure.cosmos``). SDK calls only; the logic is in _base.
+
+Its twin is :mod:`agentstate_cosmosdb.aio`: the same methods, line for line, with ``await``.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import builtins
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from azure.core import MatchConditions
-from azure.core.pipeline.transport import RequestsTransport
 from azure.cosmos import CosmosClient, PartitionKey
-from azure.cosmos.exceptions import (
-    CosmosAccessConditionFailedError,
-    CosmosBatchOperationError,
-    CosmosResourceExistsError,
-    CosmosResourceNotFoundError,
-)
+from azure.cosmos import exceptions as sdk
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-)
-from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.base import CheckpointTuple as Tuple
 from typing_extensions import override
 
-from agentstate_cosmosdb._base import (
-    CONFLICT,
-    PARTITION_KEY_PATH,
-    PRECONDITION_FAILED,
-    BaseCosmosDBSaver,
-    Batch,
-    ClientSettings,
-    Create,
-    Delete,
-    Emit,
-    Op,
-    Ops,
-    Query,
-    Read,
-    Replace,
-    Upsert,
-    batch_failure,
-    batch_operations,
-    map_sdk_error,
-    missing_container_message,
-    proxy_env_present,
-    requests_verify,
-    resolve_settings,
-    tls_hook,
-    wrong_partition_key_message,
-)
-from agentstate_cosmosdb.errors import (
-    CosmosConfigurationError,
-    CosmosContainerNotFoundError,
-    CosmosSaverError,
-)
+from agentstate_cosmosdb import ops as o
+from agentstate_cosmosdb._base import BaseCosmosDBSaver
+from agentstate_cosmosdb.errors import CosmosConfigurationError, CosmosSaverError, map_sdk_error
+from agentstate_cosmosdb.ops import Ops, Result
+from agentstate_cosmosdb.settings import client_options, parse_connection_string
 
 if TYPE_CHECKING:
-    from agentstate_reducer import MessageReducer
+    from agentstate_reducer import MessageReducer  # noqa: F401
 
 __all__ = ["CosmosDBSaver"]
 
 
 class CosmosDBSaver(BaseCosmosDBSaver):
-    """Store LangGraph checkpoints in an Azure Cosmos DB (NoSQL API) container.
+    """Store LangGraph checkpoints in an Azure Cosmos DB (NoSQL API) container, sync.
 
-    All documents of a thread share one logical partition; the latest checkpoint is found with
-    two point reads however long the thread is; each channel value is stored once per version;
-    values over 1 MB are split across documents. See the package README for the layout.
+    Takes every argument of :class:`~agentstate_cosmosdb._base.BaseCosmosDBSaver` (database and
+    container names, ``endpoint``/``credential`` or ``client``, ``reducer``, ``ttl``,
+    ``keep_checkpoints``, ``compression``, ``create_if_missing``, ``connection_verify``,
+    ``serde``, SDK client keywords), plus ``max_workers``: how many requests of one operation
+    are sent at once (the calling thread plus ``max_workers - 1`` pool threads; ``1`` sends
+    them one after another, which is faster when the service runs on the same host).
 
-    The client is created on first use (or by :meth:`setup`). With an account key the saver
-    creates the database and container when they are missing (partition key path ``/pk``);
-    with a token credential, ``client=`` or ``create_if_missing=False`` it requires them to
-    exist (unless ``create_if_missing=True``).
-
-    Args:
-        database_name: Cosmos DB database.
-        container_name: Container for the checkpoints (partition key path ``/pk``).
-        endpoint: Account endpoint; defaults to the ``COSMOSDB_ENDPOINT`` environment variable.
-        credential: Account key (str) or an ``azure.core.credentials.TokenCredential``
-            (e.g. ``azure.identity.DefaultAzureCredential()``); defaults to ``COSMOSDB_KEY``.
-        client: An existing ``azure.cosmos.CosmosClient``. The saver uses it as given and never
-            closes it. Not combinable with ``endpoint``/``credential``.
-        reducer: A ``MessageReducer`` applied to the ``messages_key`` channel of every
-            checkpoint before it is stored, exactly as ``ReducingCheckpointSaver`` does.
-        messages_key: The channel that holds the message list.
-        ttl: Seconds after its last write at which each stored item expires (Cosmos DB
-            time-to-live). The container must have time-to-live enabled; the saver enables it
-            when it creates the container. A channel value that has not changed for ``ttl``
-            seconds expires too, so choose a ttl longer than a conversation stays in use.
-        create_if_missing: Create the database and container when missing. Defaults to True
-            with an account key and False otherwise.
-        connection_verify: TLS verification: True (system CAs), the path of a CA bundle, or
-            False to turn it off. Unlike the SDK alone, verification also applies to
-            ``localhost`` and ``127.0.0.1`` endpoints. Ignored with ``client=``.
-        serde: Serializer for checkpoints and values (LangGraph's default when None).
-        max_workers: How many independent requests of one operation are sent at once (the
-            calling thread plus ``max_workers - 1`` pool threads). Concurrency saves round
-            trips to a remote service; with ``1`` requests go one after another in the calling
-            thread, which is faster when the service is on the same host (CPU-bound client).
-        **client_kwargs: Passed to ``CosmosClient`` (e.g. ``retry_total``, ``connection_timeout``,
-            ``user_agent``).
+    The client is created on first use (or by :meth:`setup`), and closed by :meth:`close` when
+    the saver created it. Its async methods run the sync ones in worker threads; use
+    :class:`~agentstate_cosmosdb.AsyncCosmosDBSaver` for native async.
 
     Raises:
-        CosmosConfigurationError: Invalid arguments, or no endpoint/credential given or set in
-            the environment.
+        TypeError: An argument has the wrong type.
+        CosmosConfigurationError: An argument has a wrong value, or no endpoint / credential.
     """
 
     def __init__(
-        self,
-        database_name: str,
-        container_name: str,
-        *,
-        endpoint: str | None = None,
-        credential: Any = None,
-        client: CosmosClient | None = None,
-        reducer: MessageReducer | None = None,
-        messages_key: str = "messages",
-        ttl: int | None = None,
-        create_if_missing: bool | None = None,
-        connection_verify: bool | str = True,
-        serde: SerializerProtocol | None = None,
-        max_workers: int = 8,
-        **client_kwargs: Any,
+        self, database_name: str, container_name: str, *, max_workers: int = 8, **kwargs: Any
     ) -> None:
-        super().__init__(serde=serde, reducer=reducer, messages_key=messages_key, ttl=ttl)
-        self._settings: ClientSettings = resolve_settings(
-            database_name=database_name,
-            container_name=container_name,
-            endpoint=endpoint,
-            credential=credential,
-            has_client=client is not None,
-            create_if_missing=create_if_missing,
-            connection_verify=connection_verify,
-        )
-        self._client = client
-        self._owns_client = client is None
-        self._client_kwargs = client_kwargs
-        self._container: Any = None
+        super().__init__(database_name, container_name, **kwargs)
+        if not isinstance(max_workers, int) or isinstance(max_workers, bool):
+            raise TypeError(f"max_workers must be an int, got {type(max_workers).__name__}")
+        if max_workers < 1:
+            raise CosmosConfigurationError(f"max_workers must be >= 1, got {max_workers!r}")
         self._lock = threading.Lock()
-        if not isinstance(max_workers, int) or isinstance(max_workers, bool) or max_workers < 1:
-            raise CosmosConfigurationError(
-                f"max_workers must be a positive integer, got {max_workers!r}"
-            )
         self._pool: ThreadPoolExecutor | None = (
             ThreadPoolExecutor(max_workers=max_workers - 1, thread_name_prefix="cosmos-saver")
             if max_workers > 1
             else None
         )
 
-    def __repr__(self) -> str:
-        s = self._settings
-        where = s.endpoint or "client"
-        return (
-            f"{type(self).__name__}(endpoint={where!r}, database={s.database_name!r}, "
-            f"container={s.container_name!r}, {self._describe()})"
-        )
-
     # -- construction ----------------------------------------------------------------------
 
     @classmethod
     @contextmanager
-    def from_endpoint(
-        cls,
-        endpoint: str,
-        credential: Any,
-        database_name: str,
-        container_name: str,
-        **kwargs: Any,
+    def from_conn_string(
+        cls, conn_str: str, *, database_name: str, container_name: str, **kwargs: Any
     ) -> Iterator[CosmosDBSaver]:
-        """Build a saver, set it up, and close its client on exit.
+        """Build a saver from a portal connection string, set it up, close it on exit::
 
-        The sync counterpart of ``PostgresSaver.from_conn_string``::
-
-            with CosmosDBSaver.from_endpoint(url, key, "mydb", "checkpoints") as saver:
+            with CosmosDBSaver.from_conn_string(conn, database_name="db",
+                                                container_name="checkpoints") as saver:
                 graph = builder.compile(checkpointer=saver)
 
         Args:
-            endpoint: Account endpoint.
-            credential: Account key or TokenCredential.
+            conn_str: ``AccountEndpoint=https://...;AccountKey=...;``.
             database_name: Cosmos DB database.
             container_name: Checkpoint container.
             **kwargs: Any other argument of :class:`CosmosDBSaver`.
@@ -192,7 +91,22 @@ class CosmosDBSaver(BaseCosmosDBSaver):
             The ready saver.
 
         Raises:
-            CosmosContainerNotFoundError: The container is missing and may not be created.
+            CosmosConfigurationError: The connection string is malformed (the message names the
+                missing part, never the key).
+            CosmosSaverError: The service could not be reached or refused the setup.
+        """
+        endpoint, key = parse_connection_string(conn_str)
+        with cls.from_endpoint(endpoint, key, database_name, container_name, **kwargs) as saver:
+            yield saver
+
+    @classmethod
+    @contextmanager
+    def from_endpoint(
+        cls, endpoint: str, credential: Any, database_name: str, container_name: str, **kwargs: Any
+    ) -> Iterator[CosmosDBSaver]:
+        """Build a saver, set it up, and close it on exit (see :meth:`from_conn_string`).
+
+        Raises:
             CosmosSaverError: The service could not be reached or refused the setup.
         """
         saver = cls(
@@ -205,22 +119,22 @@ class CosmosDBSaver(BaseCosmosDBSaver):
             saver.close()
 
     def setup(self) -> None:
-        """Connect, and create or check the database and container. Safe to call repeatedly.
+        """Connect, create what is missing (when allowed), check the container. Idempotent.
 
         Raises:
-            CosmosContainerNotFoundError: The database or container is missing and the saver may
-                not create it.
-            CosmosConfigurationError: The container's partition key path is not ``/pk``.
+            CosmosContainerNotFoundError: The database or container is missing and was not
+                created (not allowed, or refused: the message says what to create).
+            CosmosConfigurationError: Wrong partition key path, or ``ttl=`` on a container whose
+                time-to-live is off and may not be turned on.
+            CosmosSaverClosedError: The saver was closed.
             CosmosSaverError: The service could not be reached or refused the request.
         """
         self._get_container()
 
     def close(self) -> None:
-        """Close the client if the saver created it, and stop its worker threads."""
+        """Close the client if the saver created it; later calls raise CosmosSaverClosedError."""
         with self._lock:
-            client, self._container = self._client if self._owns_client else None, None
-            if self._owns_client:
-                self._client = None
+            client = self._release_client()
         if client is not None:
             client.close()
         if self._pool is not None:
@@ -233,144 +147,100 @@ class CosmosDBSaver(BaseCosmosDBSaver):
         self.close()
 
     def _get_container(self) -> Any:
-        container = self._container
-        if container is not None:
-            return container
-        with self._lock:
-            if self._container is None:
-                self._container = self._connect()
+        self._check_open()
+        if self._container is not None:
             return self._container
-
-    def _connect(self) -> Any:
-        s = self._settings
-        try:
-            if self._client is None:
-                kwargs = dict(self._client_kwargs)
-                if s.verify is not False:
-                    kwargs["raw_request_hook"] = tls_hook(
-                        requests_verify(s.verify), kwargs.get("raw_request_hook")
-                    )
-                else:
-                    kwargs["connection_verify"] = False
-                if "transport" not in kwargs:
-                    kwargs["transport"] = RequestsTransport(use_env_settings=proxy_env_present())
-                assert s.endpoint is not None  # resolve_settings guarantees it without client=
-                self._client = CosmosClient(s.endpoint, credential=s.credential, **kwargs)
-            if s.create_if_missing:
-                # "if not exists" is a read then a create: savers starting together may race,
-                # and the loser sees 409 Conflict; the container exists then, so try again.
-                for attempt in range(3):
+        with self._lock:
+            self._check_open()
+            if self._container is None:
+                s = self._settings
+                if self._client is None:
+                    options = client_options(s, self._client_kwargs, asynchronous=False)
                     try:
-                        database = self._client.create_database_if_not_exists(s.database_name)
-                        container = database.create_container_if_not_exists(
-                            s.container_name,
-                            partition_key=PartitionKey(path=PARTITION_KEY_PATH),
-                            default_ttl=-1 if self.ttl is not None else None,
-                        )
-                        break
-                    except CosmosResourceExistsError:
-                        if attempt == 2:
-                            raise
-            else:
-                container = self._client.get_database_client(s.database_name).get_container_client(
-                    s.container_name
-                )
-            props = container.read()
-        except CosmosResourceNotFoundError as exc:
-            raise CosmosContainerNotFoundError(
-                missing_container_message(s, "database or container"), status_code=404
-            ) from exc
-        except CosmosSaverError:
-            raise
-        except Exception as exc:
-            raise map_sdk_error(exc, "open the checkpoint container", s.credential) from exc
-        paths = (props.get("partitionKey") or {}).get("paths")
-        if paths != [PARTITION_KEY_PATH]:
-            raise CosmosConfigurationError(wrong_partition_key_message(s, paths))
-        return container
+                        self._client = CosmosClient(str(s.endpoint), s.credential, **options)
+                    except Exception as exc:
+                        raise self._client_failed(exc) from exc
+                database = self._client.get_database_client(s.database_name)
+                where = (database, database.get_container_client(s.container_name))
+                self._run(self._connect_ops(), "open the checkpoint container", where)
+                self._container = where[1]
+            return self._container
 
     # -- the I/O driver ----------------------------------------------------------------------
 
-    def _run(self, ops: Ops, action: str) -> Any:
-        container = self._get_container()
+    def _run(self, ops: Ops[Any], action: str, where: Any = None) -> Any:
+        where = where or (None, self._get_container())
         try:
             step = next(ops)
             while True:
-                if isinstance(step, Emit):
+                if isinstance(step, o.Emit):
                     raise TypeError("streaming operations go through _stream")
-                step = ops.send(self._execute(container, step, action))
+                step = ops.send(self._execute(where, step, action))
         except StopIteration as stop:
             return stop.value
 
-    def _stream(self, ops: Ops, action: str) -> Iterator[CheckpointTuple]:
-        container = self._get_container()
-        result: Any = None
+    def _stream(self, ops: Ops[None], action: str) -> Iterator[Tuple]:
+        where = (None, self._get_container())
+        result: Result = None
         while True:
             try:
                 step = ops.send(result)
             except StopIteration:
                 return
-            if isinstance(step, Emit):
+            if isinstance(step, o.Emit):
                 result = None
                 yield step.value
             else:
-                result = self._execute(container, step, action)
+                result = self._execute(where, step, action)
 
-    def _execute(self, container: Any, step: Op | Sequence[Op], action: str) -> Any:
-        if isinstance(step, (list, tuple)):
-            if self._pool is None:
-                return [self._one(container, op, action) for op in step]
-            # The calling thread sends the first request itself while the pool sends the rest.
-            rest = [self._pool.submit(self._one, container, op, action) for op in step[1:]]
-            try:
-                first = [self._one(container, step[0], action)] if step else []
-            finally:
-                results = [f.result() for f in rest]
-            return first + results
-        return self._one(container, step, action)  # type: ignore[arg-type]
-
-    def _one(self, container: Any, op: Op, action: str) -> Any:
+    def _execute(self, where: Any, step: o.Op | Sequence[o.Op], action: str) -> Result:
+        if not isinstance(step, (list, tuple)):
+            return self._one(where, step, action)  # type: ignore[arg-type]
+        if self._pool is None or len(step) < 2:
+            return [self._one(where, op, action) for op in step]
+        # The calling thread sends the first request itself while the pool sends the rest.
+        rest = [self._pool.submit(self._one, where, op, action) for op in step[1:]]
         try:
-            if isinstance(op, Read):
+            first = [self._one(where, step[0], action)]
+        finally:
+            results = [f.result() for f in rest]
+        return first + results
+
+    def _one(self, where: Any, op: o.Op, action: str) -> Result:
+        database, container = where
+        try:
+            if isinstance(op, o.Read):
                 try:
-                    return container.read_item(op.id, partition_key=op.pk)
-                except CosmosResourceNotFoundError:
+                    return dict(container.read_item(op.id, partition_key=op.pk))
+                except sdk.CosmosResourceNotFoundError:
                     return None
-            if isinstance(op, Upsert):
-                return container.upsert_item(op.doc)
-            if isinstance(op, Create):
+            if isinstance(op, o.Upsert):
+                return _etag(container.upsert_item(op.doc, no_response=True))
+            if isinstance(op, o.Create):
                 try:
-                    return container.create_item(op.doc)
-                except CosmosResourceExistsError:
-                    return CONFLICT
-            if isinstance(op, Replace):
+                    return _etag(container.create_item(op.doc, no_response=True))
+                except sdk.CosmosResourceExistsError:
+                    return o.Outcome.CONFLICT
+            if isinstance(op, o.Replace):
                 try:
-                    return container.replace_item(
-                        op.doc["id"],
-                        op.doc,
-                        etag=op.etag,
-                        match_condition=MatchConditions.IfNotModified,
+                    return _etag(
+                        container.replace_item(
+                            op.doc["id"],
+                            op.doc,
+                            etag=op.etag,
+                            match_condition=MatchConditions.IfNotModified,
+                            no_response=True,
+                        )
                     )
-                except (CosmosAccessConditionFailedError, CosmosResourceNotFoundError):
-                    return PRECONDITION_FAILED
-            if isinstance(op, Delete):
+                except (sdk.CosmosAccessConditionFailedError, sdk.CosmosResourceNotFoundError):
+                    return o.Outcome.PRECONDITION_FAILED
+            if isinstance(op, o.Delete):
                 try:
                     container.delete_item(op.id, partition_key=op.pk)
                     return True
-                except CosmosResourceNotFoundError:
+                except sdk.CosmosResourceNotFoundError:
                     return False
-            if isinstance(op, Batch):
-                try:
-                    results = container.execute_item_batch(
-                        batch_operations=batch_operations(op.ops), partition_key=op.pk
-                    )
-                except CosmosBatchOperationError as exc:
-                    outcome = batch_failure(exc.status_code)
-                    if outcome is None:
-                        raise
-                    return outcome
-                return [r.get("resourceBody") for r in results]
-            if isinstance(op, Query):
+            if isinstance(op, o.Query):
                 params = [{"name": n, "value": v} for n, v in op.parameters]
                 if op.pk is None:
                     items = container.query_items(
@@ -378,7 +248,72 @@ class CosmosDBSaver(BaseCosmosDBSaver):
                     )
                 else:
                     items = container.query_items(op.sql, parameters=params, partition_key=op.pk)
-                return list(items)
+                return [dict(item) for item in items]
+            if isinstance(op, o.Batch):
+                try:
+                    results = container.execute_item_batch(
+                        batch_operations=o.batch_operations(op.ops), partition_key=op.pk
+                    )
+                except sdk.CosmosBatchOperationError as exc:
+                    outcome = o.batch_failure(exc.status_code)
+                    if outcome is None:
+                        raise
+                    return outcome
+                except sdk.CosmosHttpResponseError as exc:
+                    if exc.status_code != 413:
+                        raise
+                    return o.Outcome.TOO_LARGE
+                return [
+                    r.get("eTag") or (r.get("resourceBody") or {}).get("_etag") for r in results
+                ]
+            if isinstance(op, o.Sleep):
+                threading.Event().wait(op.seconds)
+                return None
+            if isinstance(op, o.Clock):
+                return time.time()
+            if isinstance(op, o.ReadContainer):
+                try:
+                    return dict(container.read())
+                except sdk.CosmosResourceNotFoundError:
+                    return None
+            if isinstance(op, o.CreateDatabase):
+                try:
+                    self._client.create_database_if_not_exists(self._settings.database_name)
+                    return o.Outcome.CREATED
+                except sdk.CosmosResourceExistsError:
+                    return o.Outcome.CONFLICT
+                except sdk.CosmosHttpResponseError as exc:
+                    if exc.status_code != 403:
+                        raise
+                    return o.Outcome.FORBIDDEN
+            if isinstance(op, o.CreateContainer):
+                try:
+                    database.create_container_if_not_exists(
+                        self._settings.container_name,
+                        partition_key=PartitionKey(path=op.partition_key_path),
+                        default_ttl=op.default_ttl,
+                        indexing_policy=op.indexing_policy,
+                    )
+                    return o.Outcome.CREATED
+                except sdk.CosmosResourceExistsError:
+                    return o.Outcome.CONFLICT
+                except sdk.CosmosHttpResponseError as exc:
+                    if exc.status_code != 403:
+                        raise
+                    return o.Outcome.FORBIDDEN
+            if isinstance(op, o.ReplaceContainer):
+                try:
+                    database.replace_container(
+                        self._settings.container_name,
+                        partition_key=PartitionKey(path=op.partition_key_path),
+                        default_ttl=op.default_ttl,
+                        indexing_policy=op.indexing_policy,
+                    )
+                    return o.Outcome.CREATED
+                except sdk.CosmosHttpResponseError as exc:
+                    if exc.status_code != 403:
+                        raise
+                    return o.Outcome.FORBIDDEN
         except CosmosSaverError:
             raise
         except Exception as exc:
@@ -388,13 +323,14 @@ class CosmosDBSaver(BaseCosmosDBSaver):
     # -- BaseCheckpointSaver ---------------------------------------------------------------
 
     @override
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+    def get_tuple(self, config: RunnableConfig) -> Tuple | None:
         """Fetch a checkpoint: the latest of the thread and namespace, or the one in ``config``.
 
         Raises:
+            CosmosMissingDocumentError: A document the checkpoint needs is missing.
             CosmosSaverError: The service could not be reached or refused the request.
         """
-        result: CheckpointTuple | None = self._run(self._get_tuple_ops(config), "read a checkpoint")
+        result: Tuple | None = self._run(self._get_tuple_ops(config), "read a checkpoint")
         return result
 
     @override
@@ -405,8 +341,8 @@ class CosmosDBSaver(BaseCosmosDBSaver):
         filter: dict[str, Any] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
-        """List checkpoints, newest first.
+    ) -> Iterator[Tuple]:
+        """List checkpoints newest first, a page at a time.
 
         Args:
             config: Thread (and optionally namespace and checkpoint id) to list; None lists
@@ -416,11 +352,11 @@ class CosmosDBSaver(BaseCosmosDBSaver):
             limit: At most this many checkpoints.
 
         Raises:
+            CosmosMissingDocumentError: A document a listed checkpoint needs is missing.
             CosmosSaverError: The service could not be reached or refused the request.
         """
-        yield from self._stream(
-            self._list_ops(config, filter=filter, before=before, limit=limit), "list checkpoints"
-        )
+        ops = self._list_ops(config, filter=filter, before=before, limit=limit)
+        yield from self._stream(ops, "list checkpoints")
 
     @override
     def put(
@@ -430,12 +366,7 @@ class CosmosDBSaver(BaseCosmosDBSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Store a checkpoint (reduced first when a reducer is set).
-
-        Only the channels in ``new_versions`` get their values written. Values, checkpoint
-        document and head go in one atomic transactional batch when they fit; otherwise the
-        head moves only after the values and the checkpoint document are stored. Either way a
-        failure part-way never exposes a checkpoint with missing values.
+        """Store a checkpoint (reduced first when a reducer is set); see the module docs.
 
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
@@ -447,9 +378,8 @@ class CosmosDBSaver(BaseCosmosDBSaver):
             checkpoint = self.message_reduction.apply(
                 config, checkpoint, new_versions, metadata=metadata
             )
-        result: RunnableConfig = self._run(
-            self._put_ops(config, checkpoint, metadata, new_versions), "store a checkpoint"
-        )
+        ops = self._put_ops(config, checkpoint, metadata, new_versions)
+        result: RunnableConfig = self._run(ops, "store a checkpoint")
         return result
 
     @override
@@ -460,7 +390,7 @@ class CosmosDBSaver(BaseCosmosDBSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Store the pending writes of one task for a checkpoint.
+        """Store one task's pending writes for a checkpoint (a document of its own).
 
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
@@ -468,9 +398,7 @@ class CosmosDBSaver(BaseCosmosDBSaver):
         self._run(self._put_writes_ops(config, writes, task_id, task_path), "store pending writes")
 
     def thread_documents(self, thread_id: str) -> builtins.list[dict[str, Any]]:
-        """Every stored document of a thread (checkpoints, values, writes, heads), as stored.
-
-        One single-partition query; for inspection and measurement, not a hot path.
+        """Every stored document of a thread, as stored (one query; for inspection).
 
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
@@ -482,7 +410,7 @@ class CosmosDBSaver(BaseCosmosDBSaver):
 
     @override
     def delete_thread(self, thread_id: str) -> None:
-        """Delete every checkpoint, value and write of a thread.
+        """o.Delete every checkpoint, value and write of a thread.
 
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
@@ -500,20 +428,20 @@ class CosmosDBSaver(BaseCosmosDBSaver):
 
     @override
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete the checkpoints (and their writes) whose metadata ``run_id`` is in ``run_ids``.
+        """o.Delete the checkpoints (and writes) whose metadata ``run_id`` is in ``run_ids``.
 
-        Uses one cross-partition query to find them. A namespace whose latest checkpoint is
-        deleted falls back to its newest remaining one.
+        A namespace whose head is deleted falls back to its newest remaining checkpoint.
 
         Raises:
+            TypeError: ``run_ids`` is one str.
             CosmosSaverError: The service could not be reached or refused the request.
         """
         self._run(self._delete_for_runs_ops(run_ids), "delete checkpoints of runs")
 
     @override
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Prune threads: ``"keep_latest"`` keeps the newest checkpoint per namespace (with its
-        writes and the values it uses); ``"delete"`` removes everything.
+        """``"keep_latest"``: keep each namespace's newest checkpoint (with its writes and the
+        values it uses); ``"delete"``: delete the threads.
 
         Raises:
             ValueError: Unknown strategy.
@@ -524,7 +452,7 @@ class CosmosDBSaver(BaseCosmosDBSaver):
     # -- async methods: run the sync ones in a worker thread ---------------------------------
 
     @override
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+    async def aget_tuple(self, config: RunnableConfig) -> Tuple | None:
         """Run :meth:`get_tuple` in a worker thread (use AsyncCosmosDBSaver for native async)."""
         return await asyncio.to_thread(self.get_tuple, config)
 
@@ -536,13 +464,12 @@ class CosmosDBSaver(BaseCosmosDBSaver):
         filter: dict[str, Any] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """Run :meth:`list` in a worker thread and yield its results."""
-        items = await asyncio.to_thread(
-            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
-        )
-        for item in items:
-            yield item
+    ) -> AsyncIterator[Tuple]:
+        """Run :meth:`list` in a worker thread, one page at a time."""
+        items = self.list(config, filter=filter, before=before, limit=limit)
+        done = object()
+        while (item := await asyncio.to_thread(next, items, done)) is not done:
+            yield item  # type: ignore[misc]
 
     @override
     async def aput(
@@ -585,3 +512,9 @@ class CosmosDBSaver(BaseCosmosDBSaver):
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Run :meth:`prune` in a worker thread."""
         await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+
+def _etag(response: Any) -> str:
+    """The etag of a write, from the response headers (the body is empty: no_response)."""
+    headers = response.get_response_headers()
+    return str(headers.get("etag") or "")

@@ -1,0 +1,322 @@
+"""Storage operations: what an operation generator yields, and what it gets back.
+
+Every saver operation (put, get_tuple, prune, setup, ...) is written once, in
+:mod:`agentstate_cosmosdb._base`, as a generator of type :data:`Ops`: it yields a
+:data:`Step` and receives that step's result. The sync saver runs the steps with
+``azure.cosmos``, the async one with ``azure.cosmos.aio``, the in-memory executor of the tests
+with a dict. A list or tuple of operations is one step: "run these concurrently, return their
+results in order".
+
+Each operation documents its result. Writes never need the stored body back: they return the
+new etag (the savers ask the service for minimal responses), or an :class:`Outcome`.
+
+The small generator helpers at the end (:func:`read`, :func:`query`, ...) give each result
+its precise type, so the generators are type-checked end to end.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, Union, cast
+
+from langgraph.checkpoint.base import CheckpointTuple
+
+__all__ = [
+    "Batch",
+    "Clock",
+    "Create",
+    "CreateContainer",
+    "CreateDatabase",
+    "Delete",
+    "Document",
+    "Emit",
+    "Op",
+    "Ops",
+    "Outcome",
+    "Query",
+    "Read",
+    "ReadContainer",
+    "Replace",
+    "ReplaceContainer",
+    "Result",
+    "Sleep",
+    "Step",
+    "Upsert",
+]
+
+Document = dict[str, Any]
+"""A stored JSON document, as the service returns it."""
+
+
+class Outcome(enum.Enum):
+    """Results that are not data: the expected refusals the generators react to."""
+
+    CONFLICT = "conflict"
+    """A create found the id taken (409)."""
+    PRECONDITION_FAILED = "precondition_failed"
+    """A replace found another etag, or no document (412 / 404)."""
+    TOO_LARGE = "too_large"
+    """A transactional batch was refused as too large (413); nothing was applied."""
+    FORBIDDEN = "forbidden"
+    """A control-plane request was refused for the credential (403)."""
+    CREATED = "created"
+    """A database or container was created (or already existed)."""
+
+
+# -- data plane -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Read:
+    """Point-read one document. Result: the :data:`Document`, or None when it does not exist."""
+
+    id: str
+    pk: str
+
+
+@dataclass(frozen=True)
+class Upsert:
+    """Create or replace a document. Result: its new etag (str)."""
+
+    doc: Document
+
+
+@dataclass(frozen=True)
+class Create:
+    """Create a document. Result: its etag, or ``Outcome.CONFLICT`` if the id exists."""
+
+    doc: Document
+
+
+@dataclass(frozen=True)
+class Replace:
+    """Replace a document if its etag still matches.
+
+    Result: the new etag, or ``Outcome.PRECONDITION_FAILED`` (also when the document is gone).
+    """
+
+    doc: Document
+    etag: str
+
+
+@dataclass(frozen=True)
+class Delete:
+    """Delete a document. Result: True, or False when it did not exist."""
+
+    id: str
+    pk: str
+
+
+@dataclass(frozen=True)
+class Query:
+    """Run a parameterised query. Result: every matching :data:`Document`, as a list.
+
+    ``pk`` None means a cross-partition query (never used on a hot path).
+    """
+
+    sql: str
+    parameters: tuple[tuple[str, Any], ...]
+    pk: str | None
+
+
+BatchOp = Union[Upsert, Create, Replace, Delete]  # noqa: UP007 (runtime alias)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Apply write operations in one partition atomically (a transactional batch).
+
+    Result: the new etag of each operation (None for deletes), or ``Outcome.PRECONDITION_FAILED``
+    / ``Outcome.CONFLICT`` / ``Outcome.TOO_LARGE`` when the batch was refused for that reason,
+    in which case none was applied.
+    """
+
+    pk: str
+    ops: tuple[BatchOp, ...]
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Read the wall clock. Result: seconds since the epoch (float)."""
+
+
+@dataclass(frozen=True)
+class Sleep:
+    """Wait (a backoff between compare-and-swap attempts). Result: None."""
+
+    seconds: float
+
+
+# -- control plane ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReadContainer:
+    """Read the container's properties. Result: a :data:`Document`, or None when the database
+    or the container does not exist."""
+
+
+@dataclass(frozen=True)
+class CreateDatabase:
+    """Create the database unless it exists. Result: ``Outcome.CREATED``, ``Outcome.CONFLICT``
+    (a concurrent creator won the race) or ``Outcome.FORBIDDEN``."""
+
+
+@dataclass(frozen=True)
+class CreateContainer:
+    """Create the container unless it exists. Result: as :class:`CreateDatabase`."""
+
+    partition_key_path: str
+    default_ttl: int | None
+    indexing_policy: Document | None = field(default=None, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class ReplaceContainer:
+    """Replace the container's settings (same partition key).
+
+    Result: ``Outcome.CREATED`` (replaced), or ``Outcome.FORBIDDEN``.
+    """
+
+    partition_key_path: str
+    default_ttl: int | None
+    indexing_policy: Document | None = field(default=None, hash=False, compare=False)
+
+
+# -- not storage ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Emit:
+    """Hand one result to the caller of a streaming operation (list). Result: None."""
+
+    value: CheckpointTuple
+
+
+Op = Union[  # noqa: UP007 (runtime alias)
+    Read,
+    Upsert,
+    Create,
+    Replace,
+    Delete,
+    Query,
+    Batch,
+    Clock,
+    Sleep,
+    ReadContainer,
+    CreateDatabase,
+    CreateContainer,
+    ReplaceContainer,
+]
+Step = Union[Op, Sequence[Op], Emit]  # noqa: UP007
+Result = Union[  # noqa: UP007
+    Document,
+    list[Document],
+    list[Document | None],
+    list["Result"],
+    str,
+    bool,
+    float,
+    Outcome,
+    None,
+]
+"""Anything an executor sends back into a generator (see each operation for which)."""
+
+T = TypeVar("T")
+Ops = Generator[Step, Result, T]
+"""An operation generator that finally returns a ``T``."""
+
+
+# -- typed steps ------------------------------------------------------------------------------
+
+
+def now() -> Ops[float]:
+    """The executor's wall clock (seconds since the epoch)."""
+    result = yield Clock()
+    return cast(float, result)
+
+
+def read(id: str, pk: str) -> Ops[Document | None]:
+    """Point-read one document."""
+    result = yield Read(id, pk)
+    return cast("Document | None", result)
+
+
+def read_many(reads: Sequence[Read]) -> Ops[list[Document | None]]:
+    """Point-read documents concurrently, results in order."""
+    if not reads:
+        return []
+    result = yield list(reads)
+    return cast("list[Document | None]", result)
+
+
+def query(sql: str, parameters: tuple[tuple[str, Any], ...], pk: str | None) -> Ops[list[Document]]:
+    """Run one query and return every matching document."""
+    result = yield Query(sql, parameters, pk)
+    return cast("list[Document]", result)
+
+
+def write(op: Upsert | Create | Replace) -> Ops[str | Outcome]:
+    """Run one write; its etag or the refusal."""
+    result = yield op
+    return cast("str | Outcome", result)
+
+
+def write_all(ops: Sequence[Upsert | Create | Replace | Delete]) -> Ops[list[Result]]:
+    """Run writes concurrently."""
+    if not ops:
+        return []
+    result = yield list(ops)
+    return cast("list[Result]", result)
+
+
+def batch(pk: str, ops: Sequence[BatchOp]) -> Ops[list[str | None] | Outcome]:
+    """Run one transactional batch."""
+    result = yield Batch(pk, tuple(ops))
+    return cast("list[str | None] | Outcome", result)
+
+
+def control(op: ReadContainer | CreateDatabase | CreateContainer | ReplaceContainer) -> Ops[Any]:
+    """Run one control-plane operation (its result type is documented on the operation)."""
+    result = yield op
+    return result
+
+
+# -- batch helpers ----------------------------------------------------------------------------
+
+
+def batch_bytes(ops: Sequence[BatchOp]) -> int:
+    """Approximate request size of a batch: the JSON of its documents."""
+    docs = [op.doc for op in ops if isinstance(op, (Upsert, Create, Replace))]
+    return len(json.dumps(docs, separators=(",", ":"))) + 64 * len(ops)
+
+
+def batch_operations(ops: Sequence[BatchOp]) -> list[tuple[Any, ...]]:
+    """The ``execute_item_batch`` form of a batch's operations."""
+    out: list[tuple[Any, ...]] = []
+    for op in ops:
+        if isinstance(op, Upsert):
+            out.append(("upsert", (op.doc,)))
+        elif isinstance(op, Create):
+            out.append(("create", (op.doc,)))
+        elif isinstance(op, Replace):
+            out.append(("replace", (op.doc["id"], op.doc), {"if_match_etag": op.etag}))
+        elif isinstance(op, Delete):
+            out.append(("delete", (op.id,)))
+        else:  # pragma: no cover - the type forbids it
+            raise TypeError(f"{type(op).__name__} cannot go in a transactional batch")
+    return out
+
+
+def batch_failure(status: int | None) -> Outcome | None:
+    """The outcome a refused batch stands for, or None when the failure is a real error."""
+    if status in (404, 412):
+        return Outcome.PRECONDITION_FAILED
+    if status == 409:
+        return Outcome.CONFLICT
+    if status == 413:
+        return Outcome.TOO_LARGE
+    return None
