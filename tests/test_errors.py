@@ -40,7 +40,17 @@ MESSAGES_KEY_ENTRY_POINTS: dict[str, Callable[[Any], object]] = {
     "compact_thread": lambda key: compact_thread(
         InMemorySaver(), CONFIG, REDUCER, messages_key=key
     ),
+    "CosmosDBSaver": lambda key: _cosmos(key),
 }
+
+
+def _cosmos(key: Any) -> object:
+    """A Cosmos DB saver built (not connected: construction checks its arguments)."""
+    from agentstate_cosmosdb import CosmosDBSaver
+
+    return CosmosDBSaver(
+        "db", "c", endpoint="https://127.0.0.1:1/", credential="k" * 12, messages_key=key
+    )
 
 
 @pytest.mark.parametrize("entry", sorted(MESSAGES_KEY_ENTRY_POINTS))

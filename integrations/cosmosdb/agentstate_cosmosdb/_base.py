@@ -38,7 +38,7 @@ import json
 import random
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -151,6 +151,7 @@ from agentstate_cosmosdb.settings import (
     resolve_settings,
     wrong_partition_key_message,
 )
+from agentstate_reducer._checks import check_choice, check_name
 
 if TYPE_CHECKING:
     from agentstate_reducer import MessageReducer
@@ -222,6 +223,10 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
         reducer: A ``MessageReducer`` applied to the ``messages_key`` channel of every
             checkpoint before it is stored, exactly as ``ReducingCheckpointSaver`` does.
         messages_key: The channel that holds the message list.
+        on_prune_error: What a failing ``on_prune`` hook or ``summarize_fn`` of the reducer
+            does to a put: ``"keep"`` (default) stores the checkpoint unpruned and hands the
+            messages over again on later puts, so a memory outage never costs the user's
+            turn; ``"raise"`` fails the put.
         ttl: Seconds of inactivity after which a thread's documents expire (Cosmos DB
             time-to-live). Values a live thread still uses are refreshed (see the module
             docstring). Needs time-to-live on in the container: :meth:`setup` turns it on
@@ -262,6 +267,7 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
         client: Any = None,
         reducer: MessageReducer | None = None,
         messages_key: str = "messages",
+        on_prune_error: Literal["keep", "raise"] = "keep",
         ttl: int | None = None,
         keep_checkpoints: int | None = None,
         compression: str | None = "auto",
@@ -274,7 +280,9 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
         self.ttl = _positive_int_or_none("ttl", ttl)
         self.keep_checkpoints = _positive_int_or_none("keep_checkpoints", keep_checkpoints)
         self._codec = resolve_codec(compression)
-        self.message_reduction = _make_reduction(reducer, messages_key, self.get_next_version)
+        self.message_reduction = _make_reduction(
+            reducer, messages_key, self.get_next_version, on_prune_error
+        )
         self._settings: ClientSettings = resolve_settings(
             database_name=database_name,
             container_name=container_name,
@@ -1380,14 +1388,14 @@ def _positive_int_or_none(name: str, value: Any) -> int | None:
 
 
 def _make_reduction(
-    reducer: MessageReducer | None, messages_key: str, next_version: Any
+    reducer: MessageReducer | None,
+    messages_key: str,
+    next_version: Any,
+    on_prune_error: Literal["keep", "raise"],
 ) -> CheckpointReduction | None:
-    if not isinstance(messages_key, str):
-        raise TypeError(f"messages_key must be a str, got {type(messages_key).__name__}")
-    if not messages_key:
-        raise CosmosConfigurationError(
-            f"messages_key must be a non-empty string, got {messages_key!r}"
-        )
+    # The core's checks: the same misuse raises the same error as from every other saver.
+    check_name("messages_key", messages_key)
+    check_choice("on_prune_error", on_prune_error, ("keep", "raise"))
     if reducer is None:
         return None
     try:
@@ -1397,7 +1405,9 @@ def _make_reduction(
             "reducer= needs agentstate-reducer with LangGraph support: "
             'pip install "agentstate-reducer[langgraph]"'
         ) from exc
-    return CheckpointReduction(reducer, messages_key, next_version=next_version)
+    return CheckpointReduction(
+        reducer, messages_key, next_version=next_version, on_prune_error=on_prune_error
+    )
 
 
 def _backoff(attempt: int) -> float:

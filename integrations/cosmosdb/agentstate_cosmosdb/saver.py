@@ -370,8 +370,10 @@ class CosmosDBSaver(BaseCosmosDBSaver):
 
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
-            PruneHookError: An ``on_prune`` hook of the reducer failed; nothing was written.
-            SummaryError: The reducer's ``summarize_fn`` failed; nothing was written.
+            PruneHookError: With ``on_prune_error="raise"``, an ``on_prune`` hook of the
+                reducer failed; nothing was written.
+            SummaryError: With ``on_prune_error="raise"``, the reducer's ``summarize_fn``
+                failed; nothing was written.
         """
         if self.message_reduction is not None:
             new_versions = dict(new_versions)
