@@ -216,17 +216,17 @@ def open_backend(spec: SaverSpec, name: str, workdir: Path) -> Iterator[Backend]
             yield backend
 
 
-_SQLITE_THREAD_BYTES = """
-SELECT
-  (SELECT COALESCE(SUM(length(thread_id) + length(checkpoint_ns) + length(checkpoint_id)
-        + COALESCE(length(parent_checkpoint_id), 0) + COALESCE(length(type), 0)
-        + COALESCE(length(checkpoint), 0) + COALESCE(length(metadata), 0)), 0)
-     FROM checkpoints WHERE thread_id = :t)
-  + (SELECT COALESCE(SUM(length(thread_id) + length(checkpoint_ns) + length(checkpoint_id)
-        + length(task_id) + length(task_path) + 8 + length(channel)
-        + COALESCE(length(type), 0) + COALESCE(length(value), 0)), 0)
-     FROM writes WHERE thread_id = :t)
-"""
+def _sqlite_thread_bytes(conn: sqlite3.Connection) -> str:
+    """The query summing the lengths of every column of a thread's rows in SqliteSaver's two
+    tables, built from the columns the installed langgraph-checkpoint-sqlite created (they
+    differ between releases: ``writes.task_path`` came in 3.x)."""
+    parts = []
+    for table in ("checkpoints", "writes"):
+        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+        total = " + ".join(f"COALESCE(length({name}), 0)" for name in columns)
+        parts.append(f"(SELECT COALESCE(SUM({total}), 0) FROM {table} WHERE thread_id = :t)")
+    return "SELECT " + " + ".join(parts)
+
 
 _POSTGRES_THREAD_BYTES = """
 SELECT
@@ -253,8 +253,10 @@ def _sqlite_backend(path: Path) -> Iterator[Backend]:
     except sqlite3.Error as exc:
         raise DemoError(f"cannot create the SQLite database {str(path)!r}: {exc}") from exc
 
+    query = _sqlite_thread_bytes(conn)
+
     def measure(thread_id: str) -> int:
-        row = conn.execute(_SQLITE_THREAD_BYTES, {"t": thread_id}).fetchone()
+        row = conn.execute(query, {"t": thread_id}).fetchone()
         return int(row[0])
 
     try:

@@ -82,7 +82,7 @@ def test_core_extras_and_cosmos_bound(dist: Dist) -> None:
     assert set(core.get_all("Provides-Extra")) == {"langgraph", "agents", "tokens", "demo"}
     requires = core.get_all("Requires-Dist")
     assert "langgraph-checkpoint>=4.1.1; extra == 'langgraph'" in requires
-    assert "langchain>=1.2.9; extra == 'agents'" in requires
+    assert "langchain>=1.2.11; extra == 'agents'" in requires
     cosmos = _metadata(dist.cosmos_wheel)
     major, minor = agentstate_reducer.__version__.split(".")[:2]
     bound = f"agentstate-reducer[langgraph]<{major}.{int(minor) + 1},>={major}.{minor}"
