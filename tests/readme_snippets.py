@@ -113,7 +113,8 @@ def _run(readme: Path, environment: str) -> int:
     for snippet in chosen:
         namespace = {"__name__": "readme_snippet"}
         try:
-            exec(compile(snippet.code, f"{readme}:{snippet.line}", "exec"), namespace)
+            code = compile(snippet.code, f"{readme}:{snippet.line}", "exec", dont_inherit=True)
+            exec(code, namespace)
         except BaseException:
             print(f"README snippet at line {snippet.line} failed:", file=sys.stderr)
             traceback.print_exc()

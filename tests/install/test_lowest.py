@@ -39,7 +39,7 @@ DEMO_FLOORS = {
     "langgraph": "1.2.0",
     "langgraph-checkpoint": "4.1.1",
     "langgraph-checkpoint-sqlite": "3.0.2",
-    "matplotlib": "3.7.0",
+    "matplotlib": "3.8.0",
 }
 AGENT_TESTS = "tests/langgraph_state/test_agents.py"
 CORE_TESTS = [
@@ -67,7 +67,10 @@ def _requirements(wheel: Path, extras: tuple[str, ...]) -> list[str]:
 
 
 def _oldest_python() -> str:
-    """An interpreter of the oldest supported Python (3.10) if the machine has one."""
+    """An interpreter of the oldest supported Python (3.10) if the machine has one
+    (``AGENTSTATE_LOWEST_PYTHON`` names another)."""
+    if chosen := os.environ.get("AGENTSTATE_LOWEST_PYTHON"):
+        return chosen
     candidates = [shutil.which("python3.10")]
     pyenv_root = os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv"))
     candidates += sorted(glob.glob(f"{pyenv_root}/versions/3.10*/bin/python3.10"))

@@ -4,7 +4,8 @@ The environments come from the README itself: every snippet's ``<!-- extra: ... 
 marker names a line of the Install section (plus any package its own section's
 ``pip install`` line adds). Each environment gets the built wheels, never the source tree,
 and runs its snippets with ``tests/readme_snippets.py`` (standard library only).
-``[langgraph]`` is installed at its lowest allowed versions, the others at the newest.
+``[langgraph]`` alone is installed at its lowest allowed versions, the others at the
+newest, as a fresh ``pip install`` would.
 Without the ``[demo]`` extra the demo command must say so in one line.
 """
 
@@ -23,7 +24,7 @@ README = ROOT / "README.md"
 TEXT = README.read_text(encoding="utf-8")
 RUNNER = ROOT / "tests" / "readme_snippets.py"
 OWN_TEST = {"crewai"}  # tests/install/test_crewai.py runs these with CrewAI's own set-up
-LOWEST = {"langgraph"}  # extras installed at their floors
+LOWEST = {"langgraph"}  # environments installed at their floors
 
 
 def _environments() -> list[str]:
@@ -51,7 +52,10 @@ def _requirements(environment: str, dist: Dist) -> list[str]:
 def _make(environment: str, dist: Dist, make_venv: MakeVenv) -> Venv:
     requirements = _requirements(environment, dist)
     name = environment.split()[0]
-    if name in LOWEST:
+    if environment in LOWEST:
+        # Only the extra alone: a further package's newest release may need newer versions
+        # of what the extra brings (langgraph-checkpoint-sqlite 3.1 needs a newer
+        # langgraph-checkpoint than our floor), which a user's pip install picks anyway.
         # lowest-direct applies to direct requirements: give the extra's requirements
         # directly, the wheel without its dependencies.
         from tests.install.test_lowest import _requirements as wheel_requirements
