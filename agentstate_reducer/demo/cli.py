@@ -94,8 +94,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=SaverSpec("sqlite"),
         metavar="{sqlite,URL,cosmosdb}",
         help="where checkpoints go: 'sqlite' (default, files in a temporary directory), a "
-        "postgresql:// URL, or 'cosmosdb' (COSMOSDB_ENDPOINT and COSMOSDB_KEY; optional "
-        "COSMOSDB_CA_FILE, COSMOSDB_DATABASE, COSMOSDB_CONTAINER)",
+        "PostgreSQL postgresql:// URL or 'host=... dbname=...' string (the password is never "
+        "printed; connect_timeout defaults to 10 s), or 'cosmosdb' (COSMOSDB_ENDPOINT and "
+        "COSMOSDB_KEY; optional COSMOSDB_CA_FILE, COSMOSDB_DATABASE, COSMOSDB_CONTAINER)",
     )
     bound = parser.add_mutually_exclusive_group()
     bound.add_argument(

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.install.conftest import ROOT, Dist, MakeVenv, clean_env, run
+from tests.install.conftest import ROOT, Dist, MakeVenv, Venv, clean_env, run
 
 LANGGRAPH_FLOORS = {
     "langgraph": "1.2.0",
@@ -50,6 +50,23 @@ CORE_TESTS = [
 ]  # fmt: skip
 LANGGRAPH_TESTS = ["tests/langgraph_state", "tests/langgraph_saver"]
 NOT_TEST_TOOLS = ("langgraph-checkpoint-cosmosdb",)  # the Cosmos suite does not run here
+
+KNOWN_ON_PY310 = (
+    # LangGraph's get_config() refuses async contexts before Python 3.11, and these async
+    # paths call it (ReducerMiddleware, and the reduction in async interrupted runs).
+    "tests/langgraph_state/test_agents.py::test_middleware_persistent_mode_prunes_the_state",
+    "tests/langgraph_state/test_agents.py::test_middleware_with_an_injected_summary_keeps_it_in_place",
+    "tests/langgraph_saver/test_graphs.py::test_interrupts_resume_through_the_wrapper_async",
+    "tests/langgraph_state/test_state_graphs.py::test_interrupt_resumed_through_a_checkpointer",
+    # `with x:` on an object without __enter__ is an AttributeError before 3.11, the test
+    # expects the TypeError of 3.11+.
+    "tests/langgraph_saver/test_wrapper.py::"
+    "test_a_saver_that_is_no_context_manager_gives_a_wrapper_that_is_none",
+)
+"""Tests that fail on Python 3.10 whatever the versions (they pass at these same floors on
+3.11): Python-version bugs for the owners of that code, not floor problems. The lowest run
+on 3.10 runs them apart and requires them to fail, so a fix shows up as a failure here
+asking for its line to go."""
 
 
 def _requirements(wheel: Path, extras: tuple[str, ...]) -> list[str]:
@@ -96,10 +113,7 @@ def _test_tools() -> list[str]:
             [*CORE_TESTS, *LANGGRAPH_TESTS, f"--ignore={AGENT_TESTS}"], True,
             id="langgraph+agents+tokens",
         ),
-        # On this machine's Python, not 3.10: on 3.10 LangGraph's get_config() refuses async
-        # contexts, and ReducerMiddleware's async path calls it (3 tests fail there whatever
-        # the versions; reported to the owner of agents.py).
-        pytest.param(("agents",), AGENTS_FLOORS, [AGENT_TESTS], False, id="agents"),
+        pytest.param(("agents",), AGENTS_FLOORS, [AGENT_TESTS], True, id="agents"),
         pytest.param(("demo",), DEMO_FLOORS, ["tests/test_demo.py", "-k", "sqlite or token"],
                      True, id="demo"),
     ],
@@ -146,12 +160,26 @@ def test_suites_pass_at_the_lowest_versions(
     where = run([venv.python, "-c", show], cwd=work, env=clean_env()).stdout.strip()
     assert where.startswith(str(venv.path)), where
 
-    proc = subprocess.run(
-        [venv.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
-        capture_output=True, text=True, timeout=2400, cwd=work, env=clean_env(),
-        check=False,
-    )  # fmt: skip
+    version = run([venv.python, "-c", "import sys; print(sys.version_info[:2])"]).stdout
+    known = [
+        k for k in KNOWN_ON_PY310
+        if version.strip() == "(3, 10)" and any(k.startswith(t.split("::")[0]) for t in tests)
+    ]  # fmt: skip
+    proc = _pytest(venv, work, [*tests, *(f"--deselect={k}" for k in known)])
     tail = "\n".join(proc.stdout.splitlines()[-30:])
     print(tail)
     assert proc.returncode == 0, f"{tail}\n{proc.stderr[-3000:]}"
     assert re.search(r"\d+ passed", tail) and " failed" not in tail
+    if known:
+        proc = _pytest(venv, work, ["-rA", *known])
+        still = {k for k in known if re.search(rf"^FAILED {re.escape(k)}", proc.stdout, re.M)}
+        fixed = set(known) - still
+        assert fixed == set(), f"now passing on Python 3.10, remove from KNOWN_ON_PY310: {fixed}"
+
+
+def _pytest(venv: Venv, work: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [venv.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        capture_output=True, text=True, timeout=2400, cwd=work, env=clean_env(),
+        check=False,
+    )  # fmt: skip
