@@ -118,6 +118,14 @@ _ALIASES: dict[str, dict[str, Alias]] = {
             "block as the list's own kind of message) or pass your own factory",
         ),
     },
+    # Resolves once agentstate_reducer/summary.py delegates its __getattr__ here.
+    "agentstate_reducer.summary": {
+        "default_summary_messages_factory": Alias(
+            _attr(_OURS, "default_summary_messages_factory"),
+            "leave ReducerConfig.summary_message_factory unset (0.6 builds the summary "
+            "block as the list's own kind of message) or pass your own factory",
+        ),
+    },
     "agentstate_reducer.models": {
         name: Alias(_attr(module, name), f"agentstate_reducer.{name}")
         for name, module in (

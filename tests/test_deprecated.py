@@ -120,6 +120,7 @@ def test_every_name_the_0_5_wheel_exported_still_resolves() -> None:
         "agentstate_reducer.hooks": ["Background"],
         "agentstate_reducer.reducer": ["MessageReducer"],
         "agentstate_reducer.tokens": ["resolve_token_counter"],
+        "agentstate_reducer.summary": ["default_summary_messages_factory"],
         "agentstate_reducer.langgraph": ["ReducingSaver", "memory_namespace", "apply_reducer"],
     }  # fmt: skip
     for module_name, names in exported.items():
