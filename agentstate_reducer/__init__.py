@@ -5,6 +5,8 @@ message objects, with no required dependency. LangGraph support lives in
 ``agentstate_reducer.langgraph`` (extra ``[langgraph]``).
 """
 
+from typing import Any
+
 from .config import DEFAULT_NAMESPACE_KEY, ReducerConfig, RememberFn
 from .errors import BackgroundHookError, PruneHookError, ReducerError, SummaryError
 from .hooks import Background
@@ -29,3 +31,10 @@ __all__ = [
     "estimate_tokens",
     "resolve_token_counter",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # 0.5 names that 0.6 dropped, kept one minor release with a DeprecationWarning.
+    from ._deprecated import resolve
+
+    return resolve(__name__, name)

@@ -380,6 +380,7 @@ class Background:
         max_pending: Batches submitted but not finished before a call blocks.
         retries: Extra attempts for a failing batch before it is kept.
         retry_delay: Seconds before the first retry (doubled each time).
+        workers: 0.5's name of ``max_workers`` (deprecated).
 
     Raises:
         TypeError: ``hook`` is not callable, or a size, count or delay is not a number.
@@ -394,9 +395,20 @@ class Background:
         max_pending: int = 64,
         retries: int = 2,
         retry_delay: float = 0.05,
+        workers: int | None = None,
     ) -> None:
         if not callable(hook):
             raise TypeError(f"Background needs a callable hook, got {hook!r}")
+        if workers is not None:
+            import warnings
+
+            warnings.warn(
+                "Background(workers=...) is deprecated since agentstate-reducer 0.6 and goes "
+                "in 0.7; use max_workers=",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            max_workers = workers
         check_int("Background max_workers", max_workers, minimum=1)
         check_int("Background max_pending", max_pending, minimum=1)
         check_int("Background retries", retries, minimum=0)

@@ -90,19 +90,18 @@ def mark_summary(message: Any) -> Any:
     """A copy of ``message`` marked as a summary.
 
     LangChain messages get ``additional_kwargs["lc_source"] = "summarization"``, LangChain's
-    serialised form the same in ``data.additional_kwargs``, LangChain-shaped dicts (a
-    ``type`` key) a top-level ``lc_source`` key. A plain OpenAI-format dict (a ``role``
-    key) gets no key a provider would refuse: its text is given the header line
-    :data:`~agentstate_reducer.messages.SUMMARY_HEADER` instead (when it is a string;
-    otherwise the ``lc_source`` key).
+    serialised form the same in ``data.additional_kwargs``, dicts a top-level ``lc_source``
+    key (which ``convert_to_messages`` moves into ``additional_kwargs``). A plain
+    OpenAI-format dict sent to a provider as it is should not carry that key: start its
+    text with :data:`~agentstate_reducer.messages.SUMMARY_HEADER` instead, which marks it
+    as well (then it is returned unchanged).
 
     Raises:
         TypeError: ``message`` is another kind of object.
     """
     if isinstance(message, Mapping):
-        content = message.get("content")
-        if "role" in message and isinstance(content, str) and not is_serialized(message):
-            return {**message, "content": SUMMARY_HEADER + content}
+        if is_summary(message):
+            return message
         if is_serialized(message):
             data = dict(message["data"])
             data["additional_kwargs"] = {
@@ -405,3 +404,10 @@ class RunningSummary:
             budget = max(32, target // 10)
         framing = self._count(self.block("", empty, messages)[0])
         return max(held, framing + budget)
+
+
+def __getattr__(name: str) -> Any:
+    # 0.5's default_summary_messages_factory resolves with a DeprecationWarning.
+    from ._deprecated import resolve
+
+    return resolve(__name__, name)

@@ -275,7 +275,7 @@ def check_token_counter(counter: Any) -> None:
     )
 
 
-def resolve_token_counter(counter: Any) -> Callable[[Any], int]:
+def resolve_token_counter(counter: Any = None) -> Callable[[Any], int]:
     """Turn any accepted counter into a plain ``(message) -> int`` function (uncached)."""
     check_token_counter(counter)
     if counter is None or counter == "estimate":

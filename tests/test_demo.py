@@ -10,10 +10,14 @@ from __future__ import annotations
 import csv
 import os
 import shutil
+import socket
 import struct
 import subprocess
 import sys
+import threading
+import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -21,7 +25,15 @@ import psycopg
 import pytest
 from psycopg import conninfo as pg_conninfo
 
-from agentstate_reducer.demo import calculate, question, sample_turns
+from agentstate_reducer.demo import (
+    CONNECT_TIMEOUT,
+    calculate,
+    connect_kwargs,
+    parse_saver,
+    question,
+    redact,
+    sample_turns,
+)
 from tests._postgres import POSTGRES_URL
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,7 +139,7 @@ def test_token_bound_keeps_fewer_messages_than_the_bare_saver(tmp_path: Path) ->
         (["--max-messages", "10", "--max-tokens", "500"], "not allowed with argument"),
         (["--max-messages", "3"], "--max-messages: must be at least 4"),
         (["--max-tokens", "50"], "--max-tokens: must be at least 100"),
-        (["--saver", "mysql://localhost/db"], "--saver: expected 'sqlite', 'cosmosdb' or a"),
+        (["--saver", "mysql://localhost/db"], "--saver: expected 'sqlite', 'cosmosdb', a"),
         (["--colour"], "unrecognized arguments: --colour"),
     ],
 )
@@ -142,27 +154,134 @@ def test_bad_options_exit_2_with_a_usage_error(args: list[str], message: str) ->
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    "saver",
     [
-        (
-            ["--saver", "postgresql://demo:s3cret@127.0.0.1:1/nowhere"],
-            "cannot connect to PostgreSQL at postgresql://demo:***@127.0.0.1:1/nowhere",
+        pytest.param("postgresql://demo:s3cret@127.0.0.1:1/nowhere", id="userinfo"),
+        pytest.param("postgresql://demo@127.0.0.1:1/nowhere?password=s3cret", id="query"),
+        pytest.param("postgres://127.0.0.1:1/nowhere?user=demo&password=s3cret", id="query-only"),
+        pytest.param("host=127.0.0.1 port=1 user=demo password=s3cret dbname=nowhere", id="kv"),
+        pytest.param(
+            "host=127.0.0.1 port=1 user=demo password='s3 cret' dbname=nowhere", id="kv-q"
         ),
-        (["--saver", "cosmosdb"], "set COSMOSDB_ENDPOINT and COSMOSDB_KEY"),
+        pytest.param("postgresql://demo:s3%63ret@127.0.0.1:1/nowhere", id="percent-encoded"),
     ],
 )
-def test_unusable_database_is_one_line_naming_what_to_check(
-    args: list[str], message: str, tmp_path: Path
+def test_postgres_password_is_never_printed_wherever_it_is_given(
+    saver: str, tmp_path: Path
 ) -> None:
-    """No traceback, status 1, and the password never printed."""
-    proc = run_demo("--turns", "2", "--output", str(tmp_path), *args)
+    """A refused connection is one line naming the server, with the password shown as ***
+    whether it was in the URL's userinfo, its query string or a key=value string."""
+    proc = run_demo("--turns", "2", "--output", str(tmp_path), "--saver", saver)
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("agentstate-reducer demo: error: ")
-    assert message in lines[0]
-    assert "s3cret" not in proc.stderr
+    assert lines[0].startswith("agentstate-reducer demo: error: cannot connect to PostgreSQL at ")
+    assert "host=127.0.0.1" in lines[0] and "port=1" in lines[0] and "user=demo" in lines[0]
+    assert "password=***" in lines[0]
+    for secret in ("s3cret", "s3 cret", "s3%63ret", "cret"):
+        assert secret not in proc.stderr + proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+def test_unusable_cosmos_settings_are_one_line_naming_what_to_set(tmp_path: Path) -> None:
+    """No traceback, status 1, and the variables to set named."""
+    proc = run_demo("--turns", "2", "--output", str(tmp_path), "--saver", "cosmosdb")
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "set COSMOSDB_ENDPOINT and COSMOSDB_KEY" in lines[0]
+
+
+def test_a_connection_string_libpq_cannot_parse_is_not_echoed(tmp_path: Path) -> None:
+    """libpq's parse errors quote the string; the demo's message must not."""
+    saver = "host=127.0.0.1 password='s3cret user=demo"  # unterminated quote
+    proc = run_demo("--turns", "2", "--output", str(tmp_path), "--saver", saver)
+    assert proc.returncode == 1
+    assert "not a valid PostgreSQL connection string" in proc.stderr
+    assert "s3cret" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A TCP server on loopback that accepts connections and never sends a byte."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            accepted.append(conn)  # held open, never answered
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for conn in accepted:
+            conn.close()
+        server.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "timeout"),
+    [("?connect_timeout=2", 2), ("", CONNECT_TIMEOUT)],
+    ids=["timeout-in-url", "default-timeout"],
+)
+def test_a_server_that_never_answers_times_out(
+    silent_server: int, query: str, timeout: int, tmp_path: Path
+) -> None:
+    """Connecting to a server that accepts and stays silent ends, after about the URL's
+    ``connect_timeout`` or the demo's default, in one line saying the connection timed out
+    (before the fix it hung forever)."""
+    url = f"postgresql://demo:s3cret@127.0.0.1:{silent_server}/db{query}"
+    env = {k: v for k, v in os.environ.items() if k != "PGCONNECT_TIMEOUT"}
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentstate_reducer", "demo", "--turns", "1", "--saver", url,
+         "--output", str(tmp_path)],
+        capture_output=True, text=True, timeout=timeout * 3 + 30, cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 1, proc.stderr
+    assert "timeout expired" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert "s3cret" not in proc.stderr
+    assert timeout * 0.9 <= elapsed <= timeout * 3 + 15, elapsed
+
+
+def test_redact_and_connect_kwargs_read_the_parsed_parameters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``redact`` hides the password libpq would use and keeps every other parameter;
+    ``connect_kwargs`` adds a timeout only when neither the string nor the environment
+    sets one."""
+    monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
+    shown = pg_conninfo.conninfo_to_dict(redact("postgresql://u:p%40ss@h:5/d?sslmode=disable"))
+    assert shown == {
+        "user": "u", "password": "***", "host": "h", "port": "5", "dbname": "d",
+        "sslmode": "disable",
+    }  # fmt: skip
+    assert pg_conninfo.conninfo_to_dict(redact("postgresql://u@h/d")) == {
+        "user": "u", "host": "h", "dbname": "d"
+    }  # fmt: skip
+    assert connect_kwargs("postgresql://u@h/d") == {"connect_timeout": CONNECT_TIMEOUT}
+    assert connect_kwargs("postgresql://u@h/d?connect_timeout=3") == {}
+    assert connect_kwargs("host=h connect_timeout=0") == {}
+    monkeypatch.setenv("PGCONNECT_TIMEOUT", "4")
+    assert connect_kwargs("postgresql://u@h/d") == {}
+    assert "p@ss" not in repr(parse_saver("postgresql://u:p%40ss@h/d"))
+    assert "p@ss" not in repr(parse_saver("host=h password=p@ss"))
 
 
 def test_output_path_that_is_a_file_is_an_error(tmp_path: Path) -> None:

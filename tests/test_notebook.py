@@ -1,13 +1,16 @@
-"""The quickstart notebook: stored without outputs, and every cell runs without an error.
+"""The quickstart notebook: committed with its outputs (so it reads on GitHub), written
+against public APIs only, and every cell runs without an error.
 
 The notebook is executed with nbclient on a kernel spec written for the test, whose command
 is this interpreter (``sys.executable``), so it runs in the same environment as the tests
 whatever kernels the machine has installed; a cell appended to the in-memory copy checks it.
+To refresh the stored outputs after editing it, run it top to bottom in Jupyter and save.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -20,15 +23,54 @@ NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "quickstart.ip
 KERNEL = "agentstate-quickstart-test"
 
 
-def test_notebook_is_stored_without_outputs() -> None:
-    """Every code cell has no outputs and no execution count, so diffs stay readable."""
+def _code_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    return [cell for cell in nb.cells if cell.cell_type == "code"]
+
+
+def _images(cells: list[nbformat.NotebookNode]) -> list[str]:
+    return [
+        output["data"]["image/png"]
+        for cell in cells
+        for output in cell.outputs
+        if "image/png" in output.get("data", {})
+    ]
+
+
+def test_notebook_is_stored_with_its_outputs() -> None:
+    """Every code cell was run in order and kept what it showed (text, and the plot as a
+    PNG), and none stored an error."""
     nb = nbformat.read(NOTEBOOK, as_version=4)
     nbformat.validate(nb)
-    code = [cell for cell in nb.cells if cell.cell_type == "code"]
-    assert code, "the notebook has no code cells"
+    code = _code_cells(nb)
+    assert len(code) >= 5
+    assert [cell.execution_count for cell in code] == list(range(1, len(code) + 1))
     for index, cell in enumerate(code):
-        assert cell.outputs == [], f"code cell {index} has stored outputs"
-        assert cell.execution_count is None, f"code cell {index} has an execution count"
+        assert cell.outputs, f"code cell {index} has no stored output"
+        assert all(o.output_type != "error" for o in cell.outputs), f"cell {index}: error"
+        streams = [o for o in cell.outputs if o.output_type == "stream"]
+        assert all(o.name == "stdout" for o in streams), f"cell {index} printed to stderr"
+    images = _images(code)
+    assert len(images) == 1 and len(images[0]) > 10_000, "the plot is not stored as a PNG"
+
+
+def test_notebook_shows_the_code_a_user_writes_with_public_apis() -> None:
+    """A graph, a saver, the middleware on create_agent, an on_prune hook and a summary,
+    each written out in the notebook, and no import of the demo's or other private code."""
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    source = "\n".join(cell.source for cell in _code_cells(nb))
+    for needed in (
+        "StateGraph(",
+        "ReducingCheckpointSaver(",
+        "ReducerMiddleware(",
+        "create_agent(",
+        "on_prune=",
+        "summarize_fn=",
+        "as_langgraph_reducer()",
+    ):
+        assert needed in source, f"the notebook does not show {needed}"
+    assert "agentstate_reducer.demo" not in source
+    imports = re.findall(r"^\s*(?:from|import) (agentstate_reducer[\w.]*)", source, re.M)
+    assert imports and all("._" not in name for name in imports), imports
 
 
 @pytest.fixture
@@ -49,36 +91,29 @@ def kernel_on_this_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> st
 def test_notebook_runs_without_errors(kernel_on_this_python: str, tmp_path: Path) -> None:
     """Executes every cell in order; a cell error fails the test with the cell's traceback.
 
-    Also checks that the kernel ran on this interpreter and that the plot cell displayed
-    an image inline.
+    Also checks that the kernel ran on this interpreter, that the plot cell displayed an
+    image inline, and that the first cell's stored output is what it prints now (the
+    stored outputs belong to this version of the code).
     """
+    stored = nbformat.read(NOTEBOOK, as_version=4)
     nb = nbformat.read(NOTEBOOK, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell("import sys; print(sys.executable)"))
     client = NotebookClient(
         nb,
         kernel_name=kernel_on_this_python,
-        timeout=300,
+        timeout=600,
         resources={"metadata": {"path": str(tmp_path)}},
     )
     try:
         client.execute()
     except CellExecutionError as exc:  # pragma: no cover - the failure message is the point
         pytest.fail(f"a notebook cell failed:\n{exc}")
-    errors = [
-        output
-        for cell in nb.cells
-        if cell.cell_type == "code"
-        for output in cell.outputs
-        if output.output_type == "error"
-    ]
+    code = _code_cells(nb)
+    errors = [o for cell in code for o in cell.outputs if o.output_type == "error"]
     assert errors == []
     printed = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
     assert printed.strip() == sys.executable
-    images = [
-        output
-        for cell in nb.cells
-        if cell.cell_type == "code"
-        for output in cell.outputs
-        if "image/png" in output.get("data", {})
-    ]
-    assert images, "the plot cell displayed no image"
+    assert _images(code), "the plot cell displayed no image"
+    first_now = "".join(o.get("text", "") for o in code[0].outputs)
+    first_stored = "".join(o.get("text", "") for o in _code_cells(stored)[0].outputs)
+    assert first_now == first_stored

@@ -1,7 +1,12 @@
-"""Every Python snippet of README.md runs, in order, each in a fresh namespace.
+"""Every Python snippet of README.md runs, in order, each in a fresh namespace, in the
+development environment.
 
-A snippet preceded by ``<!-- needs: NAME -->`` gets the pytest fixture NAME first (for
-snippets that need a database); the fixture may return a dict of environment variables.
+The markers (``<!-- extra: ... -->``, ``<!-- needs: FIXTURE -->``) are read by
+:mod:`tests.readme_snippets`: a ``needs`` fixture runs first and its dict becomes
+environment variables. The CrewAI snippets need the ``crewai`` package, whose dependencies
+clash with ours, so they run in CrewAI's own virtualenv (``tests/install/test_crewai.py``)
+and not here; every snippet also runs in a clean virtualenv holding only what its marker
+names (``tests/install/test_readme_extras.py``).
 """
 
 from __future__ import annotations
@@ -12,21 +17,22 @@ from typing import Any
 
 import pytest
 
+from tests.readme_snippets import install_lines, snippets
+
 README = Path(__file__).resolve().parent.parent / "README.md"
-_BLOCK = re.compile(r"(?:<!-- needs: (?P<needs>[\w-]+) -->\s*\n)?```python\n(?P<code>.*?)```", re.S)
+TEXT = README.read_text(encoding="utf-8")
+OWN_ENVIRONMENT = {"crewai"}  # extras run only in a virtualenv of their own
 
 
-def snippets() -> list[Any]:
-    text = README.read_text(encoding="utf-8")
-    out = []
-    for number, match in enumerate(_BLOCK.finditer(text), start=1):
-        line = text.count("\n", 0, match.start("code")) + 1
-        needs = match.group("needs")
-        out.append(pytest.param(match.group("code"), needs, id=f"snippet{number}-line{line}"))
-    return out
+def _params() -> list[Any]:
+    return [
+        pytest.param(s.code, s.needs, id=f"snippet{n}-line{s.line}")
+        for n, s in enumerate(snippets(TEXT), start=1)
+        if s.extra not in OWN_ENVIRONMENT
+    ]
 
 
-@pytest.mark.parametrize(("code", "needs"), snippets())
+@pytest.mark.parametrize(("code", "needs"), _params())
 def test_readme_snippet_runs(
     code: str, needs: str | None, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -38,6 +44,35 @@ def test_readme_snippet_runs(
     exec(compile(code, str(README), "exec", dont_inherit=True), namespace)
 
 
-def test_readme_has_snippets() -> None:
-    assert len(snippets()) >= 6
-    assert "make demo" in README.read_text() and "make test" in README.read_text()
+def test_every_marker_names_an_install_line_of_the_readme() -> None:
+    """Each snippet's extra is a line of the Install section, and each further package it
+    names appears in a ``pip install`` line of the README, so the marker cannot drift from
+    what a reader is told to install."""
+    lines = install_lines(TEXT)
+    assert set(lines) >= {"core", "langgraph", "agents", "tokens", "demo", "cosmos"}
+    found = snippets(TEXT)
+    assert len(found) >= 10
+    for snippet in found:
+        if snippet.extra == "crewai":
+            assert "pip install agentstate-reducer crewai" in TEXT
+            continue
+        assert snippet.extra in lines, f"line {snippet.line}: unknown extra {snippet.extra!r}"
+        for package in snippet.packages:
+            assert any(package in line for line in TEXT.splitlines() if "pip install" in line), (
+                f"line {snippet.line}: {package} is in no pip install line"
+            )
+
+
+def test_the_readme_reads_right_on_pypi() -> None:
+    """PyPI shows the README without the repository: links are absolute, the opening has no
+    ``make`` targets or editable installs, and the two commands sit under "Develop"."""
+    opening = TEXT[: TEXT.index("## Quick start")]
+    assert "make " not in opening and "pip install -e" not in opening
+    relative = [
+        target
+        for target in re.findall(r"\]\(([^)]+)\)", TEXT)
+        if not target.startswith(("https://", "#"))
+    ]
+    assert relative == []
+    develop = TEXT[TEXT.index("## Develop") :]
+    assert "make demo" in develop and "make test" in develop

@@ -68,4 +68,7 @@ def __getattr__(name: str) -> Any:
         except ImportError as exc:
             raise missing_extra(f"agentstate_reducer.langgraph.{name}", "agents", exc) from exc
         return getattr(agents, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # 0.5 names (ReducingSaver, apply_reducer) resolve with a DeprecationWarning.
+    from .._deprecated import resolve
+
+    return resolve(__name__, name)

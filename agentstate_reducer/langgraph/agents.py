@@ -74,6 +74,21 @@ def _for_agent(reducer: MessageReducer, preserve_first: PreserveFirst) -> Messag
     return reducer.with_config(preserve_first=preserve_first)
 
 
+def _run_config(runtime: Runtime[Any]) -> RunnableConfig:
+    """The run's config, for the hooks' memory namespace.
+
+    ``get_config()`` needs the run's context, which async code carries only from Python
+    3.11; before that the runtime still names the thread (so the namespace is
+    ``("memories", thread_id)``; a ``memory_namespace`` set in the config is not seen).
+    """
+    try:
+        return get_config()
+    except RuntimeError:
+        info = getattr(runtime, "execution_info", None)
+        thread_id = getattr(info, "thread_id", None)
+        return {"configurable": {"thread_id": thread_id}} if thread_id is not None else {}
+
+
 def _bounded_view(reducer: MessageReducer, messages: list[Any]) -> list[Any]:
     """The messages the model should see, by the reducer's plan (no summary, no hooks)."""
     surviving = reducer.plan(messages).surviving
@@ -149,7 +164,7 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return None
         messages = read_messages(state, "messages")
         _, update = reduction_update(
-            self.reducer, messages, get_config(), on_prune_error=self.on_prune_error
+            self.reducer, messages, _run_config(runtime), on_prune_error=self.on_prune_error
         )
         return {"messages": update} if update else None
 
@@ -167,7 +182,7 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return None
         messages = read_messages(state, "messages")
         _, update = await areduction_update(
-            self.reducer, messages, get_config(), on_prune_error=self.on_prune_error
+            self.reducer, messages, _run_config(runtime), on_prune_error=self.on_prune_error
         )
         return {"messages": update} if update else None
 

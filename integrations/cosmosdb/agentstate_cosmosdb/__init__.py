@@ -29,6 +29,8 @@ from agentstate_cosmosdb.migrate import MigrationReport, migrate_from_langgraph_
 from agentstate_cosmosdb.saver import CosmosDBSaver
 from agentstate_cosmosdb.schema import PARTITION_KEY_PATH
 
+__version__ = "0.1.0"
+
 __all__ = [
     "PARTITION_KEY_PATH",
     "AsyncCosmosDBSaver",
@@ -45,5 +47,6 @@ __all__ = [
     "CosmosThrottledError",
     "CosmosUnavailableError",
     "MigrationReport",
+    "__version__",
     "migrate_from_langgraph_checkpoint_cosmosdb",
 ]

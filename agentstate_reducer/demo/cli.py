@@ -1,0 +1,217 @@
+"""The ``agentstate-reducer demo`` command: options, the two runs, and what it prints.
+
+The same scripted conversation runs twice on a real checkpoint saver: once with the saver
+as it is, once wrapped in
+:class:`~agentstate_reducer.langgraph.saver.ReducingCheckpointSaver`. After every turn the
+demo reads from the database how many bytes the thread occupies and how many messages its
+newest checkpoint holds, then prints a table of sample turns, a closing line with the
+ratios, a CSV of every turn and, when matplotlib is installed, a PNG plot.
+
+Before anything runs, the packages the demo imports are checked: on an install without the
+``[demo]`` extra the command prints one line naming it and exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from ..config import ReducerConfig
+from ..reducer import MessageReducer
+from .agent import run_conversation
+from .backends import SaverSpec, open_backend, parse_saver
+from .errors import DEMO_INSTALL, DemoError, require
+from .report import RunResult, format_report, plot, write_csv
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGES",
+    "DEFAULT_OUTPUT",
+    "DEFAULT_TURNS",
+    "DEMO_MODULES",
+    "add_arguments",
+    "make_reducer",
+    "run",
+    "run_from_args",
+]
+
+DEFAULT_TURNS = 200
+DEFAULT_MAX_MESSAGES = 40
+DEFAULT_OUTPUT = "demo-output"
+MIN_MAX_MESSAGES = 4
+"""The smallest ``--max-messages``: one turn of the demo adds four messages."""
+MIN_MAX_TOKENS = 100
+"""The smallest ``--max-tokens``: one turn of the demo counts about 60 tokens."""
+
+DEMO_MODULES: tuple[tuple[str, str], ...] = (
+    ("langchain_core.messages", "langchain-core"),
+    ("langgraph.graph", "langgraph"),
+    ("langgraph.checkpoint.base", "langgraph-checkpoint"),
+    ("langgraph.prebuilt", "langgraph-prebuilt"),
+    ("agentstate_reducer.langgraph", "agentstate-reducer[langgraph]"),
+)
+"""What every run imports, as ``(module, distribution)``; SQLite's saver is checked when
+``--saver sqlite`` is used."""
+
+
+def _int_at_least(minimum: int, why: str = "") -> Callable[[str], int]:
+    """An argparse ``type`` accepting whole numbers of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}{why}, got {value}")
+        return value
+
+    return parse
+
+
+def _saver_spec(text: str) -> SaverSpec:
+    try:
+        return parse_saver(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the demo's options to ``parser``."""
+    parser.add_argument(
+        "--turns",
+        type=_int_at_least(1),
+        default=DEFAULT_TURNS,
+        help=f"conversation turns to run (default {DEFAULT_TURNS})",
+    )
+    parser.add_argument(
+        "--saver",
+        type=_saver_spec,
+        default=SaverSpec("sqlite"),
+        metavar="{sqlite,URL,cosmosdb}",
+        help="where checkpoints go: 'sqlite' (default, files in a temporary directory), a "
+        "PostgreSQL postgresql:// URL or 'host=... dbname=...' string (the password is never "
+        "printed; connect_timeout defaults to 10 s), or 'cosmosdb' (COSMOSDB_ENDPOINT and "
+        "COSMOSDB_KEY; optional COSMOSDB_CA_FILE, COSMOSDB_DATABASE, COSMOSDB_CONTAINER)",
+    )
+    bound = parser.add_mutually_exclusive_group()
+    bound.add_argument(
+        "--max-messages",
+        type=_int_at_least(MIN_MAX_MESSAGES, " (one turn adds 4 messages)"),
+        metavar="N",
+        help=f"count bound: prune above N messages down to N/2 (default {DEFAULT_MAX_MESSAGES})",
+    )
+    bound.add_argument(
+        "--max-tokens",
+        type=_int_at_least(MIN_MAX_TOKENS, " (one turn counts about 60 tokens)"),
+        metavar="N",
+        help=f"token bound instead: prune above N tokens down to N/2 (at least {MIN_MAX_TOKENS})",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=Path(DEFAULT_OUTPUT),
+        metavar="DIR",
+        help=f"directory for demo.csv and demo.png (default ./{DEFAULT_OUTPUT}/)",
+    )
+
+
+def make_reducer(args: argparse.Namespace) -> tuple[MessageReducer, str]:
+    """The reducer the options ask for, and its bound in words."""
+    if args.max_tokens is not None:
+        config = ReducerConfig(
+            min_messages=0,
+            max_messages=None,
+            max_tokens=args.max_tokens,
+            target_tokens=args.max_tokens // 2,
+        )
+        return MessageReducer(config=config), (
+            f"prune above {args.max_tokens} tokens down to {args.max_tokens // 2}"
+        )
+    high = args.max_messages if args.max_messages is not None else DEFAULT_MAX_MESSAGES
+    low = high // 2
+    return MessageReducer(min_messages=low, max_messages=high), (
+        f"prune above {high} messages down to {low}"
+    )
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run the demo with parsed options; return the exit status.
+
+    Args:
+        args: Options from :func:`add_arguments`.
+        out: Where the table goes; stdout by default. The progress bar goes to stderr.
+
+    Returns:
+        0 on success.
+
+    Raises:
+        DemoError: A problem the user can fix (a package of the ``[demo]`` extra missing,
+            the database unreachable, the output directory not writable).
+    """
+    out = out if out is not None else sys.stdout
+    spec: SaverSpec = args.saver
+    require(DEMO_MODULES)
+    if spec.kind == "sqlite":
+        require((("langgraph.checkpoint.sqlite", "langgraph-checkpoint-sqlite"),))
+    from ..langgraph import ReducingCheckpointSaver
+
+    reducer, bound = make_reducer(args)
+    output: Path = args.output
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DemoError(f"cannot create the output directory {str(output)!r}: {exc}") from exc
+
+    run_id = uuid.uuid4().hex[:8]
+    runs: dict[str, RunResult] = {}
+    with tempfile.TemporaryDirectory(prefix="agentstate-demo-") as tmp:
+        for label in ("bare", "bounded"):
+            thread = f"agentstate-demo-{run_id}-{label}"
+            with open_backend(spec, label, Path(tmp)) as backend:
+                saver = backend.saver
+                if label == "bounded":
+                    saver = ReducingCheckpointSaver(saver, reducer)
+                try:
+                    runs[label] = run_conversation(
+                        saver, backend.measure, thread, args.turns, label
+                    )
+                finally:
+                    backend.cleanup([thread])
+
+    bare, bounded = runs["bare"], runs["bounded"]
+    format_report(bare, bounded, spec, bound, out)
+    csv_path = output / "demo.csv"
+    write_csv(bare, bounded, csv_path)
+    png_path = output / "demo.png"
+    title = f"{args.turns} turns on {spec.title}: bare vs ReducingCheckpointSaver ({bound})"
+    if plot(bare, bounded, title, png_path):
+        out.write(f"Wrote {csv_path} and the plot {png_path}\n")
+    else:
+        out.write(f"Wrote {csv_path}. For the plot, install matplotlib: {DEMO_INSTALL}\n")
+    out.flush()
+    return 0
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Run the demo; report a :class:`DemoError` on one line (exit 1) instead of raising."""
+    try:
+        return run(args)
+    except DemoError as exc:
+        sys.stderr.write(f"agentstate-reducer demo: error: {exc}\n")
+        return 1
+    except ModuleNotFoundError as exc:
+        # A module missing below the ones checked up front (a broken install): still one
+        # line, naming the extra that brings it.
+        sys.stderr.write(
+            f"agentstate-reducer demo: error: {exc.name} is not installed; the demo needs "
+            f"the [demo] extra: {DEMO_INSTALL}\n"
+        )
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("agentstate-reducer demo: interrupted\n")
+        return 130

@@ -1,0 +1,197 @@
+"""The demo's measurements and how they are shown: samples, the table, the CSV, the plot.
+
+Nothing here imports LangGraph; matplotlib is imported only to draw the plot, and its
+absence is reported (the plot is skipped) rather than raised.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from .backends import SaverSpec
+
+__all__ = [
+    "RunResult",
+    "TurnSample",
+    "format_report",
+    "plot",
+    "sample_turns",
+    "write_csv",
+]
+
+
+@dataclass(frozen=True)
+class TurnSample:
+    """What the database held after one turn.
+
+    Attributes:
+        turn: The turn number, from 1.
+        messages: Messages in the thread's newest checkpoint.
+        stored_bytes: The thread's size in the database (see ``SaverSpec.measured``).
+        seconds: Wall time of the turn's ``invoke`` (not of the measurement).
+    """
+
+    turn: int
+    messages: int
+    stored_bytes: int
+    seconds: float
+
+
+@dataclass
+class RunResult:
+    """One run of the conversation.
+
+    Attributes:
+        label: ``"bare"`` or ``"bounded"``.
+        samples: One sample per turn, in order.
+    """
+
+    label: str
+    samples: list[TurnSample] = field(default_factory=list)
+
+    @property
+    def last(self) -> TurnSample:
+        """The sample of the last turn."""
+        return self.samples[-1]
+
+    def per_turn_bytes(self) -> list[int]:
+        """Bytes the database grew by in each turn."""
+        previous = 0
+        grown = []
+        for sample in self.samples:
+            grown.append(sample.stored_bytes - previous)
+            previous = sample.stored_bytes
+        return grown
+
+
+def sample_turns(turns: int) -> list[int]:
+    """The turns shown in the table: every 10% of the run, and the last."""
+    if turns <= 10:
+        return list(range(1, turns + 1))
+    picked = {max(1, math.ceil(turns * k / 10)) for k in range(1, 11)}
+    picked.add(turns)
+    return sorted(picked)
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"  # pragma: no cover - the loop always returns
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.1f}x" if b > 0 else "n/a"
+
+
+def format_report(
+    bare: RunResult, bounded: RunResult, spec: SaverSpec, bound: str, out: TextIO
+) -> None:
+    """Write the table of sample turns and the closing lines to ``out``.
+
+    Args:
+        bare: The run on the bare saver.
+        bounded: The run through ReducingCheckpointSaver.
+        spec: The storage backend, named in the header.
+        bound: The reducer's bound, in words.
+        out: Where to write.
+    """
+    turns = len(bare.samples)
+    out.write(
+        f"\n{turns} turns of a tool-calling LangGraph agent on {spec.title}: bare saver vs "
+        f"ReducingCheckpointSaver ({bound})\n"
+        f"messages = in the thread's newest checkpoint; stored = {spec.measured}, after the "
+        "turn; ms/turn = graph.invoke wall time\n\n"
+    )
+    header = (
+        f"{'turn':>6}  {'messages bare':>13} {'bounded':>8}  {'stored bare':>12} "
+        f"{'bounded':>11}  {'ms/turn bare':>12} {'bounded':>8}"
+    )
+    out.write(header + "\n" + "-" * len(header) + "\n")
+    for turn in sample_turns(turns):
+        a, b = bare.samples[turn - 1], bounded.samples[turn - 1]
+        out.write(
+            f"{turn:>6}  {a.messages:>13} {b.messages:>8}  {_size(a.stored_bytes):>12} "
+            f"{_size(b.stored_bytes):>11}  {a.seconds * 1000:>12.1f} {b.seconds * 1000:>8.1f}\n"
+        )
+    tail = max(1, turns // 10)
+    bare_ms = sum(s.seconds for s in bare.samples[-tail:]) / tail * 1000
+    bounded_ms = sum(s.seconds for s in bounded.samples[-tail:]) / tail * 1000
+    peak = max(s.messages for s in bounded.samples)
+    out.write(
+        f"\nAfter {turns} turns: bare stores {_size(bare.last.stored_bytes)} for "
+        f"{bare.last.messages} messages, bounded {_size(bounded.last.stored_bytes)} for "
+        f"{bounded.last.messages} (at most {peak} after any turn): "
+        f"{_ratio(bare.last.stored_bytes, bounded.last.stored_bytes)} less stored, "
+        f"last turn wrote {_ratio(bare.per_turn_bytes()[-1], bounded.per_turn_bytes()[-1])} "
+        f"fewer bytes, last {tail} turns {_ratio(bare_ms, bounded_ms)} faster "
+        f"({bare_ms:.1f} vs {bounded_ms:.1f} ms/turn).\n"
+    )
+
+
+def write_csv(bare: RunResult, bounded: RunResult, path: Path) -> None:
+    """Write every turn of both runs to ``path`` as CSV."""
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(
+            [
+                "turn",
+                "messages_bare",
+                "messages_bounded",
+                "stored_bytes_bare",
+                "stored_bytes_bounded",
+                "ms_bare",
+                "ms_bounded",
+            ]
+        )
+        for a, b in zip(bare.samples, bounded.samples, strict=True):
+            writer.writerow(
+                [
+                    a.turn,
+                    a.messages,
+                    b.messages,
+                    a.stored_bytes,
+                    b.stored_bytes,
+                    f"{a.seconds * 1000:.3f}",
+                    f"{b.seconds * 1000:.3f}",
+                ]
+            )
+
+
+def plot(bare: RunResult, bounded: RunResult, title: str, path: Path) -> bool:
+    """Draw stored bytes per turn to ``path`` (PNG); False when matplotlib is missing.
+
+    Left: bytes the database grew by in each turn (the bare run's line against the
+    bounded run's sawtooth). Right: the thread's total size after each turn.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    turns = [s.turn for s in bare.samples]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for result, style in ((bare, "tab:red"), (bounded, "tab:blue")):
+        name = "bare saver" if result.label == "bare" else "ReducingCheckpointSaver"
+        left.plot(turns, [b / 1024 for b in result.per_turn_bytes()], color=style, label=name)
+        right.plot(
+            turns, [s.stored_bytes / 1024**2 for s in result.samples], color=style, label=name
+        )
+    left.set(title="Bytes stored per turn", xlabel="turn", ylabel="KiB written in the turn")
+    right.set(title="Thread size in the database", xlabel="turn", ylabel="MiB")
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True

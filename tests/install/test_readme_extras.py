@@ -1,0 +1,134 @@
+"""Each README section runs in a clean virtualenv holding only what its install line says.
+
+The environments come from the README itself: every snippet's ``<!-- extra: ... -->``
+marker names a line of the Install section (plus any package its own section's
+``pip install`` line adds). Each environment gets the built wheels, never the source tree,
+and runs its snippets with ``tests/readme_snippets.py`` (standard library only).
+``[langgraph]`` alone is installed at its lowest allowed versions, the others at the
+newest, as a fresh ``pip install`` would.
+Without the ``[demo]`` extra the demo command must say so in one line.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.install.conftest import ROOT, Dist, MakeVenv, Venv, clean_env, run
+from tests.readme_snippets import install_lines, snippets
+
+README = ROOT / "README.md"
+TEXT = README.read_text(encoding="utf-8")
+RUNNER = ROOT / "tests" / "readme_snippets.py"
+OWN_TEST = {"crewai"}  # tests/install/test_crewai.py runs these with CrewAI's own set-up
+LOWEST = {"langgraph"}  # environments installed at their floors
+
+
+def _environments() -> list[str]:
+    seen: list[str] = []
+    for snippet in snippets(TEXT):
+        if snippet.extra not in OWN_TEST and snippet.environment not in seen:
+            seen.append(snippet.environment)
+    return seen
+
+
+def _requirements(environment: str, dist: Dist) -> list[str]:
+    """What to install for ``environment``: the README's install line, with the local
+    wheels in place of the package names."""
+    name, *more = environment.split()
+    line = install_lines(TEXT)[name]
+    packages = [p.removeprefix("+") for p in more]
+    if name == "cosmos":
+        # agentstate-cosmosdb from its wheel; its dependency on the core from the core wheel
+        return [f"agentstate-cosmosdb @ {dist.cosmos_wheel.as_uri()}",
+                f"agentstate-reducer @ {dist.core_wheel.as_uri()}", *packages]  # fmt: skip
+    extra = line[len("agentstate-reducer") :]  # "" or "[langgraph]"
+    return [f"agentstate-reducer{extra} @ {dist.core_wheel.as_uri()}", *packages]
+
+
+def _make(environment: str, dist: Dist, make_venv: MakeVenv) -> Venv:
+    requirements = _requirements(environment, dist)
+    name = environment.split()[0]
+    if environment in LOWEST:
+        # Only the extra alone: a further package's newest release may need newer versions
+        # of what the extra brings (langgraph-checkpoint-sqlite 3.1 needs a newer
+        # langgraph-checkpoint than our floor), which a user's pip install picks anyway.
+        # lowest-direct applies to direct requirements: give the extra's requirements
+        # directly, the wheel without its dependencies.
+        from tests.install.test_lowest import _requirements as wheel_requirements
+
+        return make_venv(
+            "readme-" + environment.replace(" +", "+"),
+            [*wheel_requirements(dist.core_wheel, (name,)), *requirements[1:]],
+            resolution="lowest-direct",
+            no_deps=[dist.core_wheel],
+        )
+    return make_venv("readme-" + environment.replace(" +", "+"), requirements)
+
+
+@pytest.mark.parametrize("environment", _environments())
+def test_readme_sections_run_with_only_their_install_line(
+    environment: str, dist: Dist, make_venv: MakeVenv, request: pytest.FixtureRequest
+) -> None:
+    """The snippets marked for ``environment`` pass in a virtualenv that has only it."""
+    venv = _make(environment, dist, make_venv)
+    env: dict[str, Any] = {}
+    for snippet in snippets(TEXT):
+        if snippet.environment == environment and snippet.needs:
+            env.update(request.getfixturevalue(snippet.needs) or {})
+    installed = venv.distributions()
+    if environment == "core":
+        assert set(installed) <= {"agentstate-reducer", "pip", "setuptools"}, installed
+    proc = run([venv.python, RUNNER, README, environment], cwd=venv.path,
+               env=clean_env(**env), timeout=900)  # fmt: skip
+    assert "ran " in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("environment", "names"),
+    [("core", "langchain-core"), ("langgraph", "langgraph-checkpoint-sqlite")],
+)
+def test_demo_without_its_extra_is_one_line_naming_it(
+    environment: str, names: str, dist: Dist, make_venv: MakeVenv, tmp_path: Path
+) -> None:
+    """On an install lacking the ``[demo]`` extra, ``agentstate-reducer demo`` exits 1 with
+    one line naming the missing package and the extra to install; no traceback."""
+    venv = make_venv(f"demo-missing-{environment}", _requirements(environment, dist))
+    proc = run_allowing_failure(
+        [venv.bin("agentstate-reducer"), "demo", "--turns", "2", "--output", tmp_path],
+        env=clean_env(),
+    )
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("agentstate-reducer demo: error: the demo needs ")
+    assert names in lines[0] and 'pip install "agentstate-reducer[demo]"' in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_demo_runs_from_the_demo_extra_alone(
+    dist: Dist, make_venv: MakeVenv, tmp_path: Path
+) -> None:
+    """``pip install "agentstate-reducer[demo]"`` is enough for the command, plot included,
+    and installs neither the developer tools nor the Cosmos DB package."""
+    venv = make_venv("demo-only", _requirements("demo", dist))
+    installed = venv.distributions()
+    for absent in ("agentstate-cosmosdb", "azure-cosmos", "pytest", "mypy", "ruff"):
+        assert absent not in installed
+    proc = run([venv.bin("agentstate-reducer"), "demo", "--turns", "6", "--max-messages", "8",
+                "--output", tmp_path], env=clean_env())  # fmt: skip
+    assert "After 6 turns" in proc.stdout
+    assert (tmp_path / "demo.png").stat().st_size > 1000
+    print(f"[demo] venv: {len(installed)} distributions")
+
+
+def run_allowing_failure(
+    args: list[Any], *, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in args], capture_output=True, text=True, timeout=300, env=env,
+        check=False,
+    )  # fmt: skip
