@@ -179,7 +179,11 @@ class _BoundedMerge:
         return _append(existing, update)
 
     def bound(self, merged: list[Any]) -> list[Any]:
-        result = self.reducer.reduce(merged, on_prune_error=self.on_prune_error)
+        # The channel's list is the retry buffer whatever the mode; "raise" fails the write.
+        result = self.reducer.reduce(merged, on_prune_error="keep")
+        error = result.hook_error or result.summary_error
+        if error is not None and self.on_prune_error == "raise":
+            raise error
         return _surviving_with_ids(result, coerce=self.mode == "add_messages", format=self.format)
 
     def __call__(self, existing: Any, update: Any) -> list[Any]:

@@ -154,13 +154,16 @@ def reduction_update(
         PruneHookError: With ``on_prune_error="raise"``, an ``on_prune`` hook failed.
     """
     namespace = memory_namespace(reducer, config)
+    # Always "keep": the state is the retry buffer (a failed hand-off is retried from it,
+    # not from the reducer's memory, so a resumed step cannot drop what was not delivered);
+    # "raise" then fails the step as well.
     if step_id is None:
-        result = reducer.reduce(list(messages), namespace=namespace, on_prune_error=on_prune_error)
+        result = reducer.reduce(list(messages), namespace=namespace, on_prune_error="keep")
     else:
         result = reducer.apply_step(
-            step_id, list(messages), namespace=namespace, on_prune_error=on_prune_error
+            step_id, list(messages), namespace=namespace, on_prune_error="keep"
         )
-    return result, messages_update(messages, result.surviving)
+    return _checked(result, on_prune_error), messages_update(messages, result.surviving)
 
 
 async def areduction_update(
@@ -180,14 +183,20 @@ async def areduction_update(
     """
     namespace = memory_namespace(reducer, config)
     if step_id is None:
-        result = await reducer.areduce(
-            list(messages), namespace=namespace, on_prune_error=on_prune_error
-        )
+        result = await reducer.areduce(list(messages), namespace=namespace, on_prune_error="keep")
     else:
         result = await reducer.aapply_step(
-            step_id, list(messages), namespace=namespace, on_prune_error=on_prune_error
+            step_id, list(messages), namespace=namespace, on_prune_error="keep"
         )
-    return result, messages_update(messages, result.surviving)
+    return _checked(result, on_prune_error), messages_update(messages, result.surviving)
+
+
+def _checked(result: ReducerResult, on_prune_error: OnPruneError) -> ReducerResult:
+    """``result``, or, with ``on_prune_error="raise"``, the error of what it kept."""
+    error = result.hook_error or result.summary_error
+    if error is not None and on_prune_error == "raise":
+        raise error
+    return result
 
 
 def create_reduction_node(

@@ -216,12 +216,13 @@ class CheckpointReduction:
             return checkpoint
         outcome = self._settle(put)
         if isinstance(outcome, _PendingReduce):
+            # Always "keep": the stored list is the retry buffer, never the reducer's memory,
+            # so a failed hand-off is retried from storage whatever the mode; "raise" then
+            # fails the put as well.
             result = self._reducer.reduce(
-                outcome.existing,
-                outcome.new,
-                outcome.namespace,
-                on_prune_error=self._on_prune_error,
+                outcome.existing, outcome.new, outcome.namespace, on_prune_error="keep"
             )
+            self._raise_if_asked(result)
             outcome = _reduced(outcome, result)
         return self._finish(put, *outcome)
 
@@ -250,13 +251,17 @@ class CheckpointReduction:
         outcome = self._settle(put)
         if isinstance(outcome, _PendingReduce):
             result = await self._reducer.areduce(
-                outcome.existing,
-                outcome.new,
-                outcome.namespace,
-                on_prune_error=self._on_prune_error,
+                outcome.existing, outcome.new, outcome.namespace, on_prune_error="keep"
             )
+            self._raise_if_asked(result)
             outcome = _reduced(outcome, result)
         return self._finish(put, *outcome)
+
+    def _raise_if_asked(self, result: ReducerResult) -> None:
+        """With ``on_prune_error="raise"``, fail the put for what the reduce kept."""
+        error = result.hook_error or result.summary_error
+        if error is not None and self._on_prune_error == "raise":
+            raise error
 
     def _begin(
         self,

@@ -156,11 +156,17 @@ def test_keep_checkpoints_keeps_a_threads_storage_flat(postgres_conninfo: str) -
     its length, so its stored bytes saw-tooth under a ceiling after warm-up instead of
     growing with every turn (as they do without it), and the conversation goes on as
     before (the latest checkpoint, its history bounded by the reducer)."""
+    from langgraph.checkpoint.base import BaseCheckpointSaver as Base
     from langgraph.checkpoint.postgres import PostgresSaver
 
     with PostgresSaver.from_conn_string(postgres_conninfo) as inner:
         inner.setup()
         reducer = MessageReducer(min_messages=MIN, max_messages=MAX)
+        if PostgresSaver.prune is Base.prune:
+            # langgraph-checkpoint-postgres before 3.2 cannot prune: refused, as documented.
+            with pytest.raises(NotImplementedError, match="PostgresSaver implements neither"):
+                ReducingCheckpointSaver(inner, reducer, keep_checkpoints=8)
+            return
         kept = agent_graph(ReducingCheckpointSaver(inner, reducer, keep_checkpoints=8))
         every = agent_graph(ReducingCheckpointSaver(inner, MessageReducer(MIN, MAX)))
         sizes: dict[str, list[int]] = {"flat": [], "growing": []}
