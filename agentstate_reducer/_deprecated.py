@@ -126,6 +126,16 @@ _ALIASES: dict[str, dict[str, Alias]] = {
             "block as the list's own kind of message) or pass your own factory",
         ),
     },
+    "agentstate_reducer.tokens": {
+        # 0.5's character heuristic; 0.6's estimate still counts ASCII at four per token.
+        "CHARS_PER_TOKEN": Alias(
+            lambda: 4, "agentstate_reducer.tokens.estimate_text_tokens(text) to count text"
+        ),
+        "PER_MESSAGE_OVERHEAD": Alias(
+            _attr("agentstate_reducer.tokens", "MESSAGE_OVERHEAD"),
+            "agentstate_reducer.tokens.MESSAGE_OVERHEAD (3 tokens in 0.6, 4 in 0.5)",
+        ),
+    },
     "agentstate_reducer.models": {
         name: Alias(_attr(module, name), f"agentstate_reducer.{name}")
         for name, module in (

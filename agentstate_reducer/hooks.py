@@ -497,13 +497,28 @@ class Background:
                 failed,
             ) from failed[-1][2]
 
-    def close(self) -> None:
-        """Drain, then stop the worker threads (kept failures are raised by the drain)."""
+    def close(self, wait: bool = True) -> None:
+        """Drain, then stop the worker threads (kept failures are raised by the drain).
+
+        Args:
+            wait: False returns at once: submitted batches still run on the worker
+                threads, and failures stay in :attr:`failed_batches` (nothing is raised).
+        """
+        if not wait:
+            self._executor.shutdown(wait=False)
+            return
         try:
             self.drain()
         finally:
             self._executor.shutdown(wait=True)
             _LIVE_BACKGROUNDS.discard(self)
+
+    def __enter__(self) -> Background:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        # A kept failure raised here chains the body's own exception, if any: both show.
+        self.close()
 
     def _submit(self, batch: list[Any], namespace: Any) -> None:
         self._slots.acquire()

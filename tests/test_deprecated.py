@@ -216,3 +216,61 @@ def test_0_5_call_forms_still_work() -> None:
         background = Background(print, workers=2)
     background.close()
     assert resolve_token_counter()({"role": "user", "content": "hello there"}) > 0
+
+
+def test_0_5_attributes_and_protocols_still_work() -> None:
+    """What 0.5's README documented beyond names: ``with Background(...)`` closes (draining)
+    on exit; ``Background.close(wait=False)`` returns at once and the batch still runs;
+    ``ReducingSaver``'s ``reducer``, ``messages_key`` and ``passthrough``; the token
+    constants of ``agentstate_reducer.tokens``."""
+    import threading
+
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from agentstate_reducer import Background, tokens
+    from agentstate_reducer.langgraph import ReducingCheckpointSaver
+
+    seen: list[Any] = []
+    with Background(lambda pruned, ns: seen.extend(pruned)) as background:
+        background(["m1", "m2"], "ns")
+    assert seen == ["m1", "m2"]  # __exit__ drained before returning
+
+    release = threading.Event()
+    slow = Background(lambda pruned, ns: (release.wait(5), seen.extend(pruned)))
+    slow(["m3"], "ns")
+    slow.close(wait=False)  # returns while the batch is still blocked
+    assert "m3" not in seen
+    release.set()
+    slow.drain(timeout=5)
+    assert seen[-1] == "m3"
+
+    reducer = MessageReducer(min_messages=2, max_messages=4)
+    saver = ReducingCheckpointSaver(InMemorySaver(), reducer, messages_key="history")
+    assert saver.reducer is reducer and saver.messages_key == "history"
+    with pytest.warns(DeprecationWarning, match="not saver.reduces"):
+        assert saver.passthrough is False
+
+    with pytest.warns(DeprecationWarning, match="estimate_text_tokens"):
+        assert tokens.CHARS_PER_TOKEN == 4  # type: ignore[attr-defined]
+    with pytest.warns(DeprecationWarning, match="MESSAGE_OVERHEAD"):
+        assert tokens.PER_MESSAGE_OVERHEAD == tokens.MESSAGE_OVERHEAD  # type: ignore[attr-defined]
+    assert tokens.estimate_text_tokens("a" * 40) == 40 // 4
+
+
+def test_a_0_5_era_saver_with_its_own_reducer_is_a_pass_through() -> None:
+    """A saver that runs ``reducer=`` itself (langgraph-checkpoint-cosmosdb 0.4 did): the
+    wrapper with that same reducer delegates (0.5's ``passthrough``), with another it
+    refuses (the history would be cut twice)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from agentstate_reducer.langgraph import ReducingCheckpointSaver
+
+    reducer = MessageReducer(min_messages=2, max_messages=4)
+    inner = InMemorySaver()
+    inner.reducer = reducer  # type: ignore[attr-defined]
+    saver = ReducingCheckpointSaver(inner, reducer)
+    assert saver.reduces is False and saver.reducer is reducer
+    with pytest.raises(ValueError, match="already reduces messages with its own reducer"):
+        ReducingCheckpointSaver(inner, MessageReducer(min_messages=2, max_messages=4))
+    inner.reducer = None  # type: ignore[attr-defined]
+    assert ReducingCheckpointSaver(inner, reducer).reduces is True

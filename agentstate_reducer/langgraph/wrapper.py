@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+import warnings
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, ClassVar, Literal, NamedTuple, cast
@@ -113,13 +114,17 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
     ``NotImplementedError``).
 
     Wrapping a saver whose ``message_reduction`` already runs the same reducer object on
-    the same channel is a pass-through (``reduces`` is False).
+    the same channel is a pass-through (``reduces`` is False), and so is wrapping a saver
+    whose ``reducer`` attribute is that same reducer (as 0.5 did for
+    ``langgraph-checkpoint-cosmosdb``'s ``CosmosDBSaver(reducer=...)``).
 
     Hooks run in the thread calling ``put``; ``aput`` runs a reduce that calls hooks or a
     summary in a worker thread, so the event loop is not blocked.
 
     Attributes:
         inner: The wrapped saver.
+        reducer: The reducer in force (the inner saver's in pass-through mode).
+        messages_key: The channel holding the message list.
         retention: The ``keep_checkpoints`` pruning in force, or None.
         message_reduction: The :class:`CheckpointReduction` in force (the inner saver's in
             pass-through mode).
@@ -187,7 +192,23 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
         self._inner_takes_task_path = _takes_task_path(inner.put_writes)
         self._inner_async_takes_task_path = _takes_task_path(inner.aput_writes)
         existing = getattr(inner, "message_reduction", None)
-        if isinstance(existing, CheckpointReduction):
+        own = getattr(inner, "reducer", None)
+        if not isinstance(existing, CheckpointReduction) and isinstance(own, MessageReducer):
+            # A saver of the 0.5 era (langgraph-checkpoint-cosmosdb's reducer=) runs its
+            # reducer itself: the same one is a pass-through, another would cut twice.
+            if own is not reducer:
+                raise ValueError(
+                    f"{type(inner).__name__} already reduces messages with its own reducer "
+                    f"({own!r}); wrapping it with {reducer!r} would cut the history twice "
+                    "and hand pruned messages to long-term memory twice. Use the inner "
+                    "saver alone, or build it without reducer="
+                )
+            existing = CheckpointReduction(
+                reducer, messages_key, next_version=inner.get_next_version
+            )
+            self.message_reduction = existing
+            self.reduces = False
+        elif isinstance(existing, CheckpointReduction):
             if existing.reducer is not reducer or existing.messages_key != messages_key:
                 raise ValueError(
                     f"{type(inner).__name__} already reduces messages ({existing!r}); "
@@ -241,6 +262,27 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
             f"ReducingCheckpointSaver({self.inner!r}, {self.message_reduction.reducer!r}, "
             f"messages_key={self.message_reduction.messages_key!r}, {mode})"
         )
+
+    @property
+    def reducer(self) -> MessageReducer:
+        """The reducer in force (the inner saver's in pass-through mode)."""
+        return self.message_reduction.reducer
+
+    @property
+    def messages_key(self) -> str:
+        """The channel holding the message list."""
+        return self.message_reduction.messages_key
+
+    @property
+    def passthrough(self) -> bool:
+        """0.5's name for ``not reduces``; deprecated, removed in 0.7."""
+        warnings.warn(
+            "ReducingCheckpointSaver.passthrough is deprecated since agentstate-reducer 0.6 "
+            "and goes in 0.7; use `not saver.reduces`",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return not self.reduces
 
     @property
     def serde(self) -> SerializerProtocol:

@@ -132,3 +132,24 @@ def run_allowing_failure(
         [str(a) for a in args], capture_output=True, text=True, timeout=300, env=env,
         check=False,
     )  # fmt: skip
+
+
+def test_approximate_counting_refuses_an_install_without_langchain_core(
+    dist: Dist, make_venv: MakeVenv
+) -> None:
+    """``token_counter="approximate"`` is LangChain's counter: on a core-only install building
+    the reducer says what to install, instead of counting with another method (the same list
+    would then be pruned differently on two machines); the default estimate needs nothing."""
+    venv = make_venv("core-approximate", _requirements("core", dist))
+    code = (
+        "from agentstate_reducer import MessageReducer, ReducerConfig\n"
+        "MessageReducer(config=ReducerConfig(max_tokens=100))\n"
+        "try:\n"
+        "    MessageReducer(config=ReducerConfig(max_tokens=100, token_counter='approximate'))\n"
+        "except ImportError as error:\n"
+        "    print('refused:', error, '| cause:', type(error.__cause__).__name__)\n"
+    )
+    proc = run([venv.python, "-c", code], env=clean_env())
+    assert proc.stdout.startswith("refused: token_counter='approximate'"), proc.stdout
+    assert 'pip install "agentstate-reducer[langgraph]"' in proc.stdout
+    assert "cause: ModuleNotFoundError" in proc.stdout
