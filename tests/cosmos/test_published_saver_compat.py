@@ -24,6 +24,22 @@ else:
     published = pytest.importorskip("langgraph_checkpoint_cosmosdb")
 
 
+def _published_graph(reducer: MessageReducer) -> Any:
+    """A one-node chat graph on the published saver, with ``reducer`` as its ``reducer=``."""
+    saver = published.CosmosDBSaver(
+        database_name="compat", container_name=new_container(), reducer=reducer
+    )
+
+    def reply(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(content="ok")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", END)
+    return builder.compile(checkpointer=saver)
+
+
 def test_message_reducer_works_in_the_published_saver(
     server: CosmosTestServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -43,18 +59,8 @@ def test_message_reducer_works_in_the_published_saver(
     with warnings.catch_warnings():
         # The published saver leaves TLS verification to the SDK, which skips it for 127.0.0.1.
         warnings.simplefilter("ignore")
-        saver = published.CosmosDBSaver(
-            database_name="compat", container_name=new_container(), reducer=reducer
-        )
-
-        def reply(state: MessagesState) -> dict[str, Any]:
-            return {"messages": [AIMessage(content="ok")]}
-
-        builder = StateGraph(MessagesState)
-        builder.add_node("reply", reply)
-        builder.add_edge(START, "reply")
-        builder.add_edge("reply", END)
-        graph = builder.compile(checkpointer=saver)
+        graph = _published_graph(reducer)
+        saver = graph.checkpointer
         config = {"configurable": {"thread_id": "compat"}}
         for turn in range(10):
             graph.invoke({"messages": [HumanMessage(content=f"q{turn}")]}, config)
@@ -83,27 +89,14 @@ def test_the_published_saver_with_keep_survives_a_memory_outage(
         delivered.extend(m.id for m in messages)
 
     def graph_for(on_prune_error: str) -> Any:
-        reducer = MessageReducer(
-            config=ReducerConfig(
-                min_messages=4,
-                max_messages=8,
-                on_prune=[remember],
-                on_prune_error=on_prune_error,  # type: ignore[arg-type]
-                retry_backoff=0,
-            )
+        config = ReducerConfig(
+            min_messages=4,
+            max_messages=8,
+            on_prune=[remember],
+            on_prune_error=on_prune_error,  # type: ignore[arg-type]
+            retry_backoff=0,
         )
-        saver = published.CosmosDBSaver(
-            database_name="compat", container_name=new_container(), reducer=reducer
-        )
-
-        def reply(state: MessagesState) -> dict[str, Any]:
-            return {"messages": [AIMessage(content="ok")]}
-
-        builder = StateGraph(MessagesState)
-        builder.add_node("reply", reply)
-        builder.add_edge(START, "reply")
-        builder.add_edge("reply", END)
-        return builder.compile(checkpointer=saver)
+        return _published_graph(MessageReducer(config=config))
 
     asked: list[str] = []
     with warnings.catch_warnings():
