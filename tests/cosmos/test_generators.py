@@ -509,3 +509,45 @@ def test_ops_written_are_never_raw_replaces_of_the_head() -> None:
     flat = [o for s in seen for o in (s.ops if hasattr(s, "ops") else [s])]
     heads = [o for o in flat if hasattr(o, "doc") and o.doc.get("kind") == KIND_HEAD]
     assert heads and all(isinstance(o, (Create, Replace)) for o in heads)
+
+
+def test_the_drivers_turn_only_expected_refusals_into_results() -> None:
+    """Both drivers map an SDK exception through ``_refused``: the refusals a generator waits
+    for become results (a missing item, a lost compare-and-swap, a refused batch), any other
+    status is raised as a CosmosSaverError naming the action, with the SDK error as its cause."""
+    from agentstate_cosmosdb import CosmosDBSaver, CosmosOperationError, CosmosThrottledError
+    from agentstate_cosmosdb import ops as o
+    from azure.cosmos import exceptions as sdk
+
+    saver = CosmosDBSaver("db", "c", endpoint="https://localhost:1", credential="a2V5")
+    doc = {"id": "d", "pk": "p"}
+    read, create = o.Read("d", "p"), o.Create(doc)
+    replace, batch = o.Replace(doc, etag="e"), o.Batch("p", (o.Upsert(doc),))
+
+    def http(status: int) -> sdk.CosmosHttpResponseError:
+        return sdk.CosmosHttpResponseError(status_code=status, message=f"HTTP {status}")
+
+    assert (
+        saver._refused(
+            read, sdk.CosmosResourceNotFoundError(status_code=404, message="gone"), "read"
+        )
+        is None
+    )
+    assert saver._refused(create, http(409), "create") is o.Outcome.CONFLICT
+    assert saver._refused(replace, http(412), "swap") is o.Outcome.PRECONDITION_FAILED
+    assert saver._refused(replace, http(404), "swap") is o.Outcome.PRECONDITION_FAILED
+    assert saver._refused(o.Delete("d", "p"), http(404), "delete") is False
+    assert saver._refused(batch, http(413), "batch") is o.Outcome.TOO_LARGE
+    in_batch = sdk.CosmosBatchOperationError(
+        error_index=0, headers={}, status_code=409, message="taken", operation_responses=[]
+    )
+    assert saver._refused(batch, in_batch, "batch") is o.Outcome.CONFLICT
+    assert saver._refused(o.CreateDatabase(), http(403), "setup") is o.Outcome.FORBIDDEN
+
+    with pytest.raises(CosmosOperationError, match="HTTP 404 while trying to store") as info:
+        saver._refused(create, http(404), "store")
+    assert isinstance(info.value.__cause__, sdk.CosmosHttpResponseError)
+    with pytest.raises(CosmosThrottledError):
+        saver._refused(read, http(429), "read")
+    with pytest.raises(CosmosOperationError):
+        saver._refused(o.Upsert(doc), http(409), "upsert")  # an upsert never conflicts

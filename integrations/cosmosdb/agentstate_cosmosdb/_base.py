@@ -86,6 +86,7 @@ from agentstate_cosmosdb.errors import (
 )
 from agentstate_cosmosdb.heads import HeadCache, HeadKey, HeadState
 from agentstate_cosmosdb.ops import (
+    UNEXPECTED,
     BatchOp,
     Create,
     CreateContainer,
@@ -93,6 +94,7 @@ from agentstate_cosmosdb.ops import (
     Delete,
     Document,
     Emit,
+    Op,
     Ops,
     Outcome,
     Query,
@@ -100,6 +102,7 @@ from agentstate_cosmosdb.ops import (
     ReadContainer,
     Replace,
     ReplaceContainer,
+    Result,
     Sleep,
     Upsert,
     batch,
@@ -108,6 +111,7 @@ from agentstate_cosmosdb.ops import (
     query,
     read,
     read_many,
+    refusal,
     write,
     write_all,
 )
@@ -325,6 +329,24 @@ class BaseCosmosDBSaver(BaseCheckpointSaver[str]):
 
     def _client_failed(self, exc: Exception) -> CosmosSaverError:
         return map_sdk_error(exc, "connect to the account", self._settings.credential)
+
+    def _refused(self, op: Op, exc: Exception, action: str) -> Result:
+        """What the drivers return when an SDK call for ``op`` raised ``exc``.
+
+        An expected refusal (see :func:`agentstate_cosmosdb.ops.refusal`) becomes its result;
+        anything else is raised as a :class:`CosmosSaverError` naming ``action``.
+        """
+        from azure.core.exceptions import HttpResponseError
+        from azure.cosmos.exceptions import CosmosBatchOperationError
+
+        if isinstance(exc, CosmosSaverError):
+            raise exc
+        if isinstance(exc, HttpResponseError):
+            in_batch = isinstance(exc, CosmosBatchOperationError)
+            result = refusal(op, exc.status_code, in_batch=in_batch)
+            if result is not UNEXPECTED:
+                return result
+        raise map_sdk_error(exc, action, self._settings.credential) from exc
 
     # -- setup ---------------------------------------------------------------------------------
 

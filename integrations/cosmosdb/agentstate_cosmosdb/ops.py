@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union, cast
 
@@ -216,6 +216,7 @@ Result = Union[  # noqa: UP007
     Document,
     list[Document],
     list[Document | None],
+    list[str | None],
     list["Result"],
     str,
     bool,
@@ -320,3 +321,45 @@ def batch_failure(status: int | None) -> Outcome | None:
     if status == 413:
         return Outcome.TOO_LARGE
     return None
+
+
+def batch_etags(results: Sequence[Mapping[str, Any]]) -> list[str | None]:
+    """The etag of each operation of an applied batch (None for a delete)."""
+    return [r.get("eTag") or (r.get("resourceBody") or {}).get("_etag") for r in results]
+
+
+class _Unexpected(enum.Enum):
+    UNEXPECTED = "unexpected"
+
+
+UNEXPECTED = _Unexpected.UNEXPECTED
+"""What :func:`refusal` returns for a refusal that is a real error (the driver raises it)."""
+
+_EXPECTED_REFUSALS: dict[type[Any], dict[int, Result]] = {
+    # The answers the generators wait for: a missing item, a lost compare-and-swap, a taken id,
+    # a control-plane request the credential may not make.
+    Read: {404: None},
+    Create: {409: Outcome.CONFLICT},
+    Replace: {412: Outcome.PRECONDITION_FAILED, 404: Outcome.PRECONDITION_FAILED},
+    Delete: {404: False},
+    Batch: {413: Outcome.TOO_LARGE},
+    ReadContainer: {404: None},
+    CreateDatabase: {409: Outcome.CONFLICT, 403: Outcome.FORBIDDEN},
+    CreateContainer: {409: Outcome.CONFLICT, 403: Outcome.FORBIDDEN},
+    ReplaceContainer: {403: Outcome.FORBIDDEN},
+}
+
+
+def refusal(op: Op, status: int | None, *, in_batch: bool = False) -> Result | _Unexpected:
+    """The result a driver returns when the service refuses ``op`` with HTTP ``status``.
+
+    ``in_batch`` says that an operation inside a transactional batch failed (the SDK's
+    ``CosmosBatchOperationError``): the whole batch was rolled back, and the failed operation's
+    status says why. Anything not listed is :data:`UNEXPECTED`: a real error to raise.
+    """
+    if in_batch:
+        outcome = batch_failure(status) if isinstance(op, Batch) else None
+        return UNEXPECTED if outcome is None else outcome
+    if status is None:
+        return UNEXPECTED
+    return _EXPECTED_REFUSALS.get(type(op), {}).get(status, UNEXPECTED)

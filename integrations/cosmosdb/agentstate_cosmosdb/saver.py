@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from azure.core import MatchConditions
 from azure.cosmos import CosmosClient, PartitionKey
-from azure.cosmos import exceptions as sdk
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.base import CheckpointTuple as Tuple
@@ -24,7 +23,7 @@ from typing_extensions import override
 
 from agentstate_cosmosdb import ops as o
 from agentstate_cosmosdb._base import BaseCosmosDBSaver
-from agentstate_cosmosdb.errors import CosmosConfigurationError, CosmosSaverError, map_sdk_error
+from agentstate_cosmosdb.errors import CosmosConfigurationError
 from agentstate_cosmosdb.ops import Ops, Result
 from agentstate_cosmosdb.settings import client_options, parse_connection_string
 
@@ -207,117 +206,64 @@ class CosmosDBSaver(BaseCosmosDBSaver):
         return first + results
 
     def _one(self, where: Any, op: o.Op, action: str) -> Result:
-        database, container = where
         try:
-            if isinstance(op, o.Read):
-                try:
-                    return dict(container.read_item(op.id, partition_key=op.pk))
-                except sdk.CosmosResourceNotFoundError:
-                    return None
-            if isinstance(op, o.Upsert):
-                return _etag(container.upsert_item(op.doc, no_response=True))
-            if isinstance(op, o.Create):
-                try:
-                    return _etag(container.create_item(op.doc, no_response=True))
-                except sdk.CosmosResourceExistsError:
-                    return o.Outcome.CONFLICT
-            if isinstance(op, o.Replace):
-                try:
-                    return _etag(
-                        container.replace_item(
-                            op.doc["id"],
-                            op.doc,
-                            etag=op.etag,
-                            match_condition=MatchConditions.IfNotModified,
-                            no_response=True,
-                        )
-                    )
-                except (sdk.CosmosAccessConditionFailedError, sdk.CosmosResourceNotFoundError):
-                    return o.Outcome.PRECONDITION_FAILED
-            if isinstance(op, o.Delete):
-                try:
-                    container.delete_item(op.id, partition_key=op.pk)
-                    return True
-                except sdk.CosmosResourceNotFoundError:
-                    return False
-            if isinstance(op, o.Query):
-                params = [{"name": n, "value": v} for n, v in op.parameters]
-                if op.pk is None:
-                    items = container.query_items(
-                        op.sql, parameters=params, enable_cross_partition_query=True
-                    )
-                else:
-                    items = container.query_items(op.sql, parameters=params, partition_key=op.pk)
-                return [dict(item) for item in items]
-            if isinstance(op, o.Batch):
-                try:
-                    results = container.execute_item_batch(
-                        batch_operations=o.batch_operations(op.ops), partition_key=op.pk
-                    )
-                except sdk.CosmosBatchOperationError as exc:
-                    outcome = o.batch_failure(exc.status_code)
-                    if outcome is None:
-                        raise
-                    return outcome
-                except sdk.CosmosHttpResponseError as exc:
-                    if exc.status_code != 413:
-                        raise
-                    return o.Outcome.TOO_LARGE
-                return [
-                    r.get("eTag") or (r.get("resourceBody") or {}).get("_etag") for r in results
-                ]
-            if isinstance(op, o.Sleep):
-                threading.Event().wait(op.seconds)
-                return None
-            if isinstance(op, o.Clock):
-                return time.time()
-            if isinstance(op, o.ReadContainer):
-                try:
-                    return dict(container.read())
-                except sdk.CosmosResourceNotFoundError:
-                    return None
-            if isinstance(op, o.CreateDatabase):
-                try:
-                    self._client.create_database_if_not_exists(self._settings.database_name)
-                    return o.Outcome.CREATED
-                except sdk.CosmosResourceExistsError:
-                    return o.Outcome.CONFLICT
-                except sdk.CosmosHttpResponseError as exc:
-                    if exc.status_code != 403:
-                        raise
-                    return o.Outcome.FORBIDDEN
-            if isinstance(op, o.CreateContainer):
-                try:
-                    database.create_container_if_not_exists(
-                        self._settings.container_name,
-                        partition_key=PartitionKey(path=op.partition_key_path),
-                        default_ttl=op.default_ttl,
-                        indexing_policy=op.indexing_policy,
-                    )
-                    return o.Outcome.CREATED
-                except sdk.CosmosResourceExistsError:
-                    return o.Outcome.CONFLICT
-                except sdk.CosmosHttpResponseError as exc:
-                    if exc.status_code != 403:
-                        raise
-                    return o.Outcome.FORBIDDEN
-            if isinstance(op, o.ReplaceContainer):
-                try:
-                    database.replace_container(
-                        self._settings.container_name,
-                        partition_key=PartitionKey(path=op.partition_key_path),
-                        default_ttl=op.default_ttl,
-                        indexing_policy=op.indexing_policy,
-                    )
-                    return o.Outcome.CREATED
-                except sdk.CosmosHttpResponseError as exc:
-                    if exc.status_code != 403:
-                        raise
-                    return o.Outcome.FORBIDDEN
-        except CosmosSaverError:
-            raise
+            return self._call(where, op)
         except Exception as exc:
-            raise map_sdk_error(exc, action, self._settings.credential) from exc
+            return self._refused(op, exc, action)
+
+    def _call(self, where: Any, op: o.Op) -> Result:
+        """The SDK call for ``op`` and its result; refusals are the caller's to map."""
+        database, container = where
+        if isinstance(op, o.Read):
+            return dict(container.read_item(op.id, partition_key=op.pk))
+        if isinstance(op, o.Upsert):
+            return _etag(container.upsert_item(op.doc, no_response=True))
+        if isinstance(op, o.Create):
+            return _etag(container.create_item(op.doc, no_response=True))
+        if isinstance(op, o.Replace):
+            match = MatchConditions.IfNotModified
+            return _etag(
+                container.replace_item(
+                    op.doc["id"], op.doc, etag=op.etag, match_condition=match, no_response=True
+                )
+            )
+        if isinstance(op, o.Delete):
+            container.delete_item(op.id, partition_key=op.pk)
+            return True
+        if isinstance(op, o.Query):
+            params = [{"name": n, "value": v} for n, v in op.parameters]
+            if op.pk is None:
+                items = container.query_items(
+                    op.sql, parameters=params, enable_cross_partition_query=True
+                )
+            else:
+                items = container.query_items(op.sql, parameters=params, partition_key=op.pk)
+            return [dict(item) for item in items]
+        if isinstance(op, o.Batch):
+            operations = o.batch_operations(op.ops)
+            return o.batch_etags(
+                container.execute_item_batch(batch_operations=operations, partition_key=op.pk)
+            )
+        if isinstance(op, o.Sleep):
+            threading.Event().wait(op.seconds)
+            return None
+        if isinstance(op, o.Clock):
+            return time.time()
+        if isinstance(op, o.ReadContainer):
+            return dict(container.read())
+        if isinstance(op, o.CreateDatabase):
+            self._client.create_database_if_not_exists(self._settings.database_name)
+            return o.Outcome.CREATED
+        if isinstance(op, (o.CreateContainer, o.ReplaceContainer)):
+            create = isinstance(op, o.CreateContainer)
+            call = database.create_container_if_not_exists if create else database.replace_container
+            call(
+                self._settings.container_name,
+                partition_key=PartitionKey(path=op.partition_key_path),
+                default_ttl=op.default_ttl,
+                indexing_policy=op.indexing_policy,
+            )
+            return o.Outcome.CREATED
         raise TypeError(f"unknown storage operation {op!r}")
 
     # -- BaseCheckpointSaver ---------------------------------------------------------------
@@ -412,7 +358,7 @@ class CosmosDBSaver(BaseCosmosDBSaver):
 
     @override
     def delete_thread(self, thread_id: str) -> None:
-        """o.Delete every checkpoint, value and write of a thread.
+        """Delete every checkpoint, value and write of a thread.
 
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
@@ -430,7 +376,7 @@ class CosmosDBSaver(BaseCosmosDBSaver):
 
     @override
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """o.Delete the checkpoints (and writes) whose metadata ``run_id`` is in ``run_ids``.
+        """Delete the checkpoints (and writes) whose metadata ``run_id`` is in ``run_ids``.
 
         A namespace whose head is deleted falls back to its newest remaining checkpoint.
 
