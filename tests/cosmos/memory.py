@@ -1,11 +1,12 @@
 """An in-memory executor for the Cosmos operation generators: a test double of the *database*.
 
-It runs the generators of ``agentstate_cosmosdb._base`` (the same ones the real drivers run)
-against a dict of documents, with the service's semantics that the generators rely on: etags
-and ``_ts`` on every write, conflicts and preconditions, atomic transactional batches (with a
-settable size limit), time-to-live against a clock the test moves, and the handful of queries
-the saver sends (matched by their text from ``agentstate_cosmosdb.schema``). It can stop after
-the N-th data-plane operation, as a process dying mid-operation would.
+It runs the generators of ``agentstate_cosmosdb._base`` and its mixins (the same ones the
+real drivers run) against a dict of documents, with the service's semantics that the
+generators rely on: etags and ``_ts`` on every write, conflicts and preconditions, atomic
+transactional batches (with a settable size limit), time-to-live against a clock the test
+moves, and the handful of queries the saver sends (matched by their text from
+``agentstate_cosmosdb.schema``). It can stop after the N-th data-plane operation, as a
+process dying mid-operation would.
 
 Used only for unit and property tests of the generators; integration tests use the real SDK
 against the loopback server (``tests/cosmos_server``).

@@ -2,8 +2,9 @@
 
 Modules: ``schema`` (documents, ids, queries), ``settings`` (names, credentials, TLS),
 ``ops`` (storage operations), ``documents`` (encoding, compression, reachability), ``heads``
-(the head cache), ``_base`` (every operation, written once), ``saver`` / ``aio`` (the sync and
-async SDK drivers), ``errors``, ``migrate`` (from langgraph-checkpoint-cosmosdb 0.4).
+(the head cache), ``_base`` (every operation, written once, combining ``_setup``, ``_values``,
+``_writes``, ``_reads`` and ``_maintenance`` over ``_state``), ``saver`` / ``aio`` (the sync
+and async SDK drivers), ``errors``, ``migrate`` (from langgraph-checkpoint-cosmosdb 0.4).
 
 ``CosmosDBSaver`` (sync, ``azure.cosmos``) and ``AsyncCosmosDBSaver`` (async,
 ``azure.cosmos.aio``) share one storage layout: all documents of a thread in one logical

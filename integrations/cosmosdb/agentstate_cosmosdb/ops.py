@@ -1,8 +1,9 @@
 """Storage operations: what an operation generator yields, and what it gets back.
 
 Every saver operation (put, get_tuple, prune, setup, ...) is written once, in
-:mod:`agentstate_cosmosdb._base`, as a generator of type :data:`Ops`: it yields a
-:data:`Step` and receives that step's result. The sync saver runs the steps with
+the base saver (:mod:`agentstate_cosmosdb._base` and the modules it combines: ``_setup``,
+``_values``, ``_writes``, ``_reads``, ``_maintenance``), as a generator of type :data:`Ops`: it
+yields a :data:`Step` and receives that step's result. The sync saver runs the steps with
 ``azure.cosmos``, the async one with ``azure.cosmos.aio``, the in-memory executor of the tests
 with a dict. A list or tuple of operations is one step: "run these concurrently, return their
 results in order".

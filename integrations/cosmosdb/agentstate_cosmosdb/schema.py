@@ -134,7 +134,7 @@ class CheckpointDoc(_Stamped):
     """Blob documents this checkpoint wrote."""
     written: dict[str, float]
     """With ``ttl=`` only: holder id -> when (epoch seconds) it was written; a holder older than
-    half the ttl has its value written again by the next put (see ``_base``)."""
+    half the ttl has its value written again by the next put (see ``_base`` and ``_writes``)."""
 
 
 class HeadDoc(CheckpointDoc, total=False):

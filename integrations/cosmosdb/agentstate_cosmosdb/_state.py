@@ -1,0 +1,109 @@
+"""What every family of Cosmos operation generators shares: the saver's state and the limits.
+
+:class:`SaverState` declares, typed, the attributes that
+:class:`~agentstate_cosmosdb._base.BaseCosmosDBSaver` sets in its constructor, so that each
+mixin (:mod:`~agentstate_cosmosdb._setup`, :mod:`~agentstate_cosmosdb._values`,
+:mod:`~agentstate_cosmosdb._writes`, :mod:`~agentstate_cosmosdb._reads`,
+:mod:`~agentstate_cosmosdb._maintenance`) type-checks on its own. The constants and helpers
+here are the ones more than one family uses: batch limits, compare-and-swap backoff, the ttl
+margin and the config of a stored checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from agentstate_cosmosdb.documents import strip_system_fields
+from agentstate_cosmosdb.heads import HeadCache, HeadKey, HeadState
+from agentstate_cosmosdb.ops import BatchOp, batch_bytes
+from agentstate_cosmosdb.settings import ClientSettings
+
+if TYPE_CHECKING:
+    from agentstate_reducer.langgraph import CheckpointReduction
+
+__all__ = [
+    "BATCH_BYTES",
+    "BATCH_MAX_OPS",
+    "CAS_ATTEMPTS",
+    "MAINTENANCE_FANOUT",
+    "TTL_MARGIN_SECONDS",
+    "SaverState",
+    "backoff",
+    "fits",
+    "head_state",
+    "stored_config",
+]
+
+BATCH_MAX_OPS = 100
+"""Operations per transactional batch (the service's limit)."""
+
+BATCH_BYTES = 1_150_000
+"""Largest batch the saver sends: the azure-cosmos README gives 1.2 MB per batch (the service
+documentation says 2 MB); a batch refused as too large anyway is written the ordered way."""
+
+CAS_ATTEMPTS = 16
+"""Compare-and-swap attempts (head, a task's writes document) before giving up."""
+
+CAS_BACKOFF_SECONDS = 0.01
+"""Base of the full-jitter exponential backoff between compare-and-swap attempts."""
+
+CAS_BACKOFF_MAX = 0.5
+
+TTL_MARGIN_SECONDS = 2
+"""Slack for the service's one-second ``_ts`` and small clock differences between hosts: a
+value is written again a little before half the ttl, and a head expires a little before the
+oldest value it references."""
+MAINTENANCE_FANOUT = 32
+"""Requests a maintenance step sends at once."""
+
+
+class SaverState(BaseCheckpointSaver[str]):
+    """The attributes every operation family reads (set by ``BaseCosmosDBSaver.__init__``),
+    and the head cache they all keep current."""
+
+    message_reduction: CheckpointReduction | None
+    ttl: int | None
+    keep_checkpoints: int | None
+    _codec: str | None
+    _settings: ClientSettings
+    _client: Any
+    _owns_client: bool
+    _client_kwargs: dict[str, Any]
+    _container: Any
+    _closed: bool
+    _heads: HeadCache
+
+    def _remember_head(self, key: HeadKey, doc: Mapping[str, Any], etag: str) -> None:
+        self._heads.set(key, head_state(doc, etag))
+
+
+def fits(ops: Sequence[BatchOp]) -> bool:
+    return len(ops) <= BATCH_MAX_OPS and batch_bytes(ops) <= BATCH_BYTES
+
+
+def backoff(attempt: int) -> float:
+    """Full-jitter exponential backoff (seconds) before compare-and-swap attempt ``attempt``."""
+    return random.uniform(0, min(CAS_BACKOFF_MAX, CAS_BACKOFF_SECONDS * 2**attempt))
+
+
+def head_state(doc: Mapping[str, Any], etag: str) -> HeadState:
+    size = len(json.dumps(doc, separators=(",", ":"), default=str)) + 512
+    return HeadState(
+        checkpoint_id=doc["checkpoint_id"], etag=etag, doc=strip_system_fields(doc), size=size
+    )
+
+
+def stored_config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
