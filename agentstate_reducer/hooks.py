@@ -205,6 +205,15 @@ class HookDelivery:
             )
         return failures
 
+    def waiting(self) -> list[tuple[Hook, Exception, float]]:
+        """The hooks left alone after a failure: ``(hook, last error, seconds to wait)``."""
+        out: list[tuple[Hook, Exception, float]] = []
+        for hook, memory in zip(self._hooks, self._memories, strict=True):
+            error = memory.outage.blocked()
+            if error is not None:
+                out.append((hook, error, memory.outage.retry_in))
+        return out
+
     @property
     def has_pending(self) -> bool:
         """Whether any hand-off waits for a retry (a cheap check for every reduce)."""
@@ -332,6 +341,28 @@ def hook_error(
         failures=[(f.hook, f.error) for f in failures],
         result=result,
         kept=kept,
+    )
+    error.__cause__ = first
+    return error
+
+
+def waiting_error(
+    waiting: list[tuple[Hook, Exception, float]], namespace: Any, unchanged: ReducerResult
+) -> PruneHookError:
+    """The error of a reduce that pruned nothing because hooks are still down
+    (``on_prune_error="keep"``): whatever it pruned could not be handed over, so it did not
+    plan a prune (nor pay for a summary it would have thrown away)."""
+    names = ", ".join(hook_name(hook) for hook, _, _ in waiting)
+    first = waiting[0][1]
+    wait = max(seconds for _, _, seconds in waiting)
+    error = PruneHookError(
+        f"on_prune hook {names} is down ({type(first).__name__}: {first}) and is tried again "
+        f"in {wait:.1f}s; nothing was pruned (or summarised) this time",
+        pruned=[],
+        namespace=namespace,
+        failures=[(hook, exc) for hook, exc, _ in waiting],
+        result=unchanged,
+        kept=False,
     )
     error.__cause__ = first
     return error

@@ -19,7 +19,15 @@ from ._checks import check_choice
 from .config import ReducerConfig
 from .context import ReduceContext
 from .errors import PruneHookError, SummaryError
-from .hooks import HandoffStatus, HookDelivery, HookFailure, PendingBatch, hook_error, hook_name
+from .hooks import (
+    HandoffStatus,
+    HookDelivery,
+    HookFailure,
+    PendingBatch,
+    hook_error,
+    hook_name,
+    waiting_error,
+)
 from .messages import MessageView, read_view, view_of
 from .planner import PlanLimits, PlanState, plan_prune
 from .policy import ReductionStep, default_policy
@@ -414,6 +422,13 @@ class MessageReducer:
             return ReducerResult(
                 surviving=combined, pruned=[], tokens_before=state.total, tokens_after=state.total
             )
+        if mode == "keep" and self._delivery and (waiting := self._delivery.waiting()):
+            # The prune could not be handed over (a hook is still down), so this reduce would
+            # keep every message anyway: do not plan it, nor pay for a summary of it.
+            unchanged = self._unchanged(combined, state)
+            unchanged.hook_error = waiting_error(waiting, namespace, unchanged)
+            logger.debug("%s", unchanged.hook_error)
+            return unchanged
         context = ReduceContext(self, combined, state, namespace)
         try:
             yield from context.run(steps)

@@ -263,3 +263,32 @@ def test_pending_hand_offs_are_retried_by_reduces_that_prune_nothing() -> None:
     up["yes"] = True
     reducer.reduce(existing=turns(2))  # nothing to prune: only the retry
     assert taken == ["m0", "m1", "m2", "m3"] and reducer.handoff_status().pending_messages == 0
+
+
+def test_keep_mode_asks_for_no_summary_while_a_hook_waits_out_its_backoff() -> None:
+    """A prune that no hook could take is not planned: the summarizer is not called for a
+    summary the reduce would throw away, and the error says the hook is waiting."""
+    hook_calls, summaries = [], []
+
+    def down(pruned: list[Any], namespace: Any) -> None:
+        hook_calls.append(len(pruned))
+        raise ConnectionError("store down")
+
+    def summarize(messages: list[Any]) -> str:
+        summaries.append(len(messages))
+        return "earlier questions"
+
+    r = reducer_with(
+        down, on_prune_error="keep", retry_backoff=60, summarize_fn=summarize, inject_summary=True
+    )
+    history = turns(8)
+    for n in range(8, 14):
+        result = r.reduce(existing=history)
+        assert result.surviving == history and result.pruned == []
+        assert isinstance(result.hook_error, PruneHookError)
+        history = [*history, {"role": "user", "content": f"question {n}", "id": f"m{n}"}]
+    assert len(hook_calls) == 1 and len(summaries) == 1
+    assert "tried again in" in str(result.hook_error)
+    assert isinstance(result.hook_error.__cause__, ConnectionError)
+    assert result.hook_error.result is not None
+    assert result.hook_error.result.surviving == result.surviving

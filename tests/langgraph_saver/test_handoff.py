@@ -279,3 +279,32 @@ async def test_a_slow_hook_does_not_stall_the_event_loop() -> None:
         await graph.ainvoke(turn(n), cfg)  # 12 messages: the next turn prunes
     ticks = await ticks_while(graph.ainvoke(turn(3), cfg), at_least=0.4)
     assert ticks >= 15, f"the event loop stalled: {ticks} ticks in a 0.4 s hook"
+
+
+def test_a_store_left_alone_after_a_failure_costs_no_summaries(
+    sync_inner: BaseCheckpointSaver[Any],
+) -> None:
+    """While the memory store waits out its ``retry_backoff``, a prune could not be handed
+    over, so the saver stores every turn unpruned without asking the summarizer for a
+    summary it would throw away: one summary for the failing call, none after it."""
+    calls: list[int] = []
+    memory = Memory()
+    r = reducer(
+        memory,
+        summarize_fn=_summarizer(calls, {"on": False}),
+        inject_summary=True,
+        retry_backoff=60,
+    )
+    graph = agent_graph(ReducingCheckpointSaver(sync_inner, r))
+    cfg = config("left-alone")
+    for n in range(3):
+        graph.invoke(turn(n), cfg)
+    before = len(calls)
+    memory.failing = True
+    for n in range(3, 9):
+        graph.invoke(turn(n), cfg)
+    assert memory.failures == 1  # called once, then left alone for the wait
+    assert len(calls) - before <= memory.failures
+    ids = {m.id for m in graph.get_state(cfg).values["messages"]}
+    assert {f"h{n}" for n in range(3, 9)} <= ids  # every turn stored, nothing pruned away
+    assert r.handoff_status().last_error is not None
