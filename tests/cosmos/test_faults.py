@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from agentstate_cosmosdb import (
     AsyncCosmosDBSaver,
+    CosmosContainerNotFoundError,
     CosmosDBSaver,
     CosmosMissingDocumentError,
     CosmosSaverError,
@@ -247,3 +248,72 @@ async def test_throttling_is_retried_within_bounds_async(
     assert time.monotonic() - started < 10
     server.throttle(0)
     assert await async_saver.aget_tuple(stored) is not None
+
+
+def test_a_503_after_the_sdk_retries_is_unavailable(server: CosmosTestServer) -> None:
+    """A service answering 503 ServiceUnavailable (a transient outage) surfaces as
+    CosmosUnavailableError, the class a caller retries on, not as a generic error."""
+    with CosmosDBSaver(DATABASE, new_container(), **saver_kwargs(server)) as saver:
+        server.fail(after=0)
+        try:
+            with pytest.raises(CosmosUnavailableError, match="HTTP 503") as info:
+                saver.put(generate_config("t503"), generate_checkpoint(), {}, {})
+        finally:
+            server.heal()
+        assert info.value.status_code == 503
+        stored = saver.put(generate_config("t503"), generate_checkpoint(), {}, {})
+        assert saver.get_tuple(stored) is not None
+
+
+def test_a_container_deleted_under_a_running_saver_is_named_and_set_up_again(
+    server: CosmosTestServer,
+) -> None:
+    """The container vanishing under a saver gives CosmosContainerNotFoundError naming it,
+    and the saver's next call sets it up again instead of failing from then on."""
+    container = new_container()
+    with CosmosDBSaver(DATABASE, container, **saver_kwargs(server)) as saver:
+        first = saver.put(generate_config("gone"), generate_checkpoint(), {}, {})
+        assert saver.get_tuple(first) is not None
+        _delete_container(server, container)
+        with pytest.raises(CosmosContainerNotFoundError, match=f"{container} no longer exists"):
+            saver.put(generate_config("gone"), generate_checkpoint(), {}, {})
+        again = saver.put(generate_config("gone"), generate_checkpoint(), {}, {})
+        assert saver.get_tuple(again) is not None
+
+
+async def test_a_container_deleted_under_a_running_async_saver_is_set_up_again(
+    server: CosmosTestServer,
+) -> None:
+    """Async twin: named error, then the next call recreates the container."""
+    container = new_container()
+    async with AsyncCosmosDBSaver(DATABASE, container, **saver_kwargs(server)) as saver:
+        await saver.aput(generate_config("gone"), generate_checkpoint(), {}, {})
+        _delete_container(server, container)
+        with pytest.raises(CosmosContainerNotFoundError):
+            await saver.aput(generate_config("gone"), generate_checkpoint(), {}, {})
+        again = await saver.aput(generate_config("gone"), generate_checkpoint(), {}, {})
+        assert await saver.aget_tuple(again) is not None
+
+
+def test_a_client_of_the_wrong_kind_is_refused_when_the_saver_is_built(
+    server: CosmosTestServer,
+) -> None:
+    """client= must be the driver's own SDK client: a sync client for CosmosDBSaver, an
+    azure.cosmos.aio client for AsyncCosmosDBSaver; anything else is a TypeError at once."""
+    with pytest.raises(TypeError, match=r"client must be an azure\.cosmos.*got builtins\.str"):
+        CosmosDBSaver(DATABASE, new_container(), client="not a client")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="goes to CosmosDBSaver"):
+        AsyncCosmosDBSaver(DATABASE, new_container(), client=_sync_client(server))
+
+
+def _sync_client(server: CosmosTestServer) -> Any:
+    from agentstate_cosmosdb.settings import tls_hook
+    from azure.cosmos import CosmosClient
+
+    return CosmosClient(
+        server.endpoint, credential=server.key, raw_request_hook=tls_hook(str(server.ca_file))
+    )
+
+
+def _delete_container(server: CosmosTestServer, container: str) -> None:
+    _sync_client(server).get_database_client(DATABASE).delete_container(container)

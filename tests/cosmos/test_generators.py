@@ -515,7 +515,12 @@ def test_the_drivers_turn_only_expected_refusals_into_results() -> None:
     """Both drivers map an SDK exception through ``_refused``: the refusals a generator waits
     for become results (a missing item, a lost compare-and-swap, a refused batch), any other
     status is raised as a CosmosSaverError naming the action, with the SDK error as its cause."""
-    from agentstate_cosmosdb import CosmosDBSaver, CosmosOperationError, CosmosThrottledError
+    from agentstate_cosmosdb import (
+        CosmosDBSaver,
+        CosmosOperationError,
+        CosmosThrottledError,
+        CosmosUnavailableError,
+    )
     from agentstate_cosmosdb import ops as o
     from azure.cosmos import exceptions as sdk
 
@@ -544,9 +549,14 @@ def test_the_drivers_turn_only_expected_refusals_into_results() -> None:
     assert saver._refused(batch, in_batch, "batch") is o.Outcome.CONFLICT
     assert saver._refused(o.CreateDatabase(), http(403), "setup") is o.Outcome.FORBIDDEN
 
-    with pytest.raises(CosmosOperationError, match="HTTP 404 while trying to store") as info:
-        saver._refused(create, http(404), "store")
+    with pytest.raises(CosmosOperationError, match="HTTP 400 while trying to store") as info:
+        saver._refused(create, http(400), "store")
     assert isinstance(info.value.__cause__, sdk.CosmosHttpResponseError)
+    with pytest.raises(CosmosContainerNotFoundError, match="db/c no longer exists"):
+        saver._refused(create, http(404), "store")  # a write's 404: the container went away
+    for status in (408, 503):
+        with pytest.raises(CosmosUnavailableError, match=f"HTTP {status}"):
+            saver._refused(read, http(status), "read")
     with pytest.raises(CosmosThrottledError):
         saver._refused(read, http(429), "read")
     with pytest.raises(CosmosOperationError):

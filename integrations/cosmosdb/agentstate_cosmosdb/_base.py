@@ -58,6 +58,7 @@ from agentstate_cosmosdb._writes import WriteOps
 from agentstate_cosmosdb.documents import resolve_codec
 from agentstate_cosmosdb.errors import (
     CosmosConfigurationError,
+    CosmosContainerNotFoundError,
     CosmosSaverClosedError,
     CosmosSaverError,
     map_sdk_error,
@@ -188,6 +189,15 @@ class BaseCosmosDBSaver(SetupOps, WriteOps, ReadOps):
     def _client_failed(self, exc: Exception) -> CosmosSaverError:
         return map_sdk_error(exc, "connect to the account", self._settings.credential)
 
+    def _check_client(self, expected: type, other: str) -> None:
+        """Refuse a ``client=`` of another kind when the saver is built, not at first use."""
+        if self._client is not None and not isinstance(self._client, expected):
+            given = type(self._client)
+            raise TypeError(
+                f"client must be an {expected.__module__}.{expected.__name__} for "
+                f"{type(self).__name__}, got {given.__module__}.{given.__name__}" + other
+            )
+
     def _refused(self, op: Op, exc: Exception, action: str) -> Result:
         """What the drivers return when an SDK call for ``op`` raised ``exc``.
 
@@ -204,6 +214,16 @@ class BaseCosmosDBSaver(SetupOps, WriteOps, ReadOps):
             result = refusal(op, exc.status_code, in_batch=in_batch)
             if result is not UNEXPECTED:
                 return result
+            if exc.status_code == 404 and not in_batch:
+                # The container (or database) went away under a running saver: set it up
+                # again on the next call instead of failing every call from now on.
+                self._container, self._heads = None, HeadCache()
+                names = f"{self._settings.database_name}/{self._settings.container_name}"
+                raise CosmosContainerNotFoundError(
+                    f"Cosmos DB answered 404 NotFound while trying to {action}: the container "
+                    f"{names} no longer exists (deleted?). The saver sets it up again on its "
+                    "next call (creating it when it may); what it held is gone."
+                ) from exc
         raise map_sdk_error(exc, action, self._settings.credential) from exc
 
     def get_next_version(self, current: str | None, channel: None) -> str:

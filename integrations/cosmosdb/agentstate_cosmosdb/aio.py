@@ -47,6 +47,7 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
 
     def __init__(self, database_name: str, container_name: str, **kwargs: Any) -> None:
         super().__init__(database_name, container_name, **kwargs)
+        self._check_client(CosmosClient, " (a sync azure.cosmos client goes to CosmosDBSaver)")
         self._setup_lock: asyncio.Lock | None = None
         try:
             self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()

@@ -115,9 +115,16 @@ def map_sdk_error(exc: BaseException, action: str, secret: Any) -> CosmosSaverEr
 
     detail = scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, secret)[:300]
     if isinstance(exc, (CosmosClientTimeoutError, ServiceRequestError, ServiceResponseError)):
+        check = "that the endpoint is right and reachable"
+        said = f"{exc!r} {getattr(exc, 'inner_exception', None)!r}"
+        if "CERTIFICATE_VERIFY_FAILED" in said or "SSLError" in said or "SSLCertVerif" in said:
+            check = (
+                "the server's TLS certificate: trust its CA (REQUESTS_CA_BUNDLE / SSL_CERT_FILE) "
+                "or, for a local emulator only, pass connection_verify=False"
+            )
         return CosmosUnavailableError(
-            f"Cosmos DB could not be reached while trying to {action}: {detail}. Check that the "
-            "endpoint is right and reachable; the operation was not completed."
+            f"Cosmos DB could not be reached while trying to {action}: {detail}. Check {check}; "
+            "the operation was not completed."
         )
     if isinstance(exc, (CosmosHttpResponseError, CosmosBatchOperationError)):
         status = exc.status_code
@@ -126,6 +133,12 @@ def map_sdk_error(exc: BaseException, action: str, secret: Any) -> CosmosSaverEr
                 f"Cosmos DB kept throttling (429) while trying to {action}, after the SDK's "
                 "retries. Raise the container's throughput or the client's retry_total / "
                 "retry_backoff_max.",
+                status_code=status,
+            )
+        if status in (408, 503):
+            return CosmosUnavailableError(
+                f"Cosmos DB was unavailable (HTTP {status}) while trying to {action}, after the "
+                "SDK's retries: the operation was not completed; try again later.",
                 status_code=status,
             )
         if status == 413:

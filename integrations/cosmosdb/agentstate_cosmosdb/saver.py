@@ -56,6 +56,7 @@ class CosmosDBSaver(BaseCosmosDBSaver):
         self, database_name: str, container_name: str, *, max_workers: int = 8, **kwargs: Any
     ) -> None:
         super().__init__(database_name, container_name, **kwargs)
+        self._check_client(CosmosClient, " (an azure.cosmos.aio client goes to AsyncCosmosDBSaver)")
         if not isinstance(max_workers, int) or isinstance(max_workers, bool):
             raise TypeError(f"max_workers must be an int, got {type(max_workers).__name__}")
         if max_workers < 1:
