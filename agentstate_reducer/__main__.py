@@ -4,7 +4,8 @@ Subcommands:
 
 * ``demo`` (the default when none is given): a LangGraph tool-calling agent stored with a
   bare checkpoint saver and with ``ReducingCheckpointSaver``, side by side. See
-  :mod:`agentstate_reducer.demo`.
+  :mod:`agentstate_reducer.demo`. Options given without a subcommand are the demo's
+  (``agentstate-reducer --turns 50`` is ``agentstate-reducer demo --turns 50``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from collections.abc import Sequence
 from . import __version__
 
 __all__ = ["build_parser", "main"]
+
+_OWN_OPTIONS = ("-h", "--help", "--version")
+"""The options of the command itself; any other leading option is the demo's."""
 
 _DEMO_HELP = "run a tool-calling LangGraph agent bare and bounded, and compare what is stored"
 
@@ -62,15 +66,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Args:
         argv: The arguments after the program name; ``sys.argv[1:]`` when None. No
-            subcommand runs ``demo`` with its defaults.
+            subcommand runs ``demo``: with its defaults, or with the options given (any
+            but the command's own ``-h``/``--help`` and ``--version``).
 
     Returns:
         0 on success, 1 when the demo hits a problem the user can fix (its message is on
         stderr), 2 for bad options (argparse's usage error), 130 when interrupted.
     """
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if not args_list:
-        args_list = ["demo"]
+    if not args_list or (args_list[0].startswith("-") and args_list[0] not in _OWN_OPTIONS):
+        # demo is the default subcommand, so its options work without naming it
+        args_list = ["demo", *args_list]
     parser = build_parser()
     try:
         args, unknown = parser.parse_known_args(args_list)

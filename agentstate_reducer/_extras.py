@@ -91,7 +91,11 @@ def missing_extra(what: str, extra: str, error: ImportError) -> ImportError:
         old (with the version found), or, when they all look fine, the module the import
         could not load.
     """
-    install = f'pip install -U "{DISTRIBUTION}[{extra}]"'
+    # A missing package or module: the install line of the README; a package too old, or
+    # a name missing from a module that is there: the same with -U (a plain install would
+    # keep the old version).
+    install = f'pip install "{DISTRIBUTION}[{extra}]"'
+    upgrade = install.replace("pip install", "pip install -U", 1)
     for package, spec in requirements_of(extra):
         try:
             installed = metadata.version(package)
@@ -99,6 +103,7 @@ def missing_extra(what: str, extra: str, error: ImportError) -> ImportError:
             return ImportError(f"{what} needs {package}{spec}, which is not installed: {install}")
         if spec and not _satisfies(installed, spec):
             return ImportError(
-                f"{what} needs {package}{spec}, but {installed} is installed: {install}"
+                f"{what} needs {package}{spec}, but {installed} is installed: {upgrade}"
             )
-    return ImportError(f"{what} could not import what it needs ({error}): {install}")
+    line = install if isinstance(error, ModuleNotFoundError) else upgrade
+    return ImportError(f"{what} could not import what it needs ({error}): {line}")

@@ -63,6 +63,7 @@ __all__ = [
 ]
 
 SUMMARY_ID_PREFIX = "summary-"
+"""How the ids :func:`summary_id` gives injected summary messages begin."""
 
 SummaryBuilder = Callable[[str, int], list[Any]]
 """``(summary, pruned_count) -> block``: the messages a summary is injected as."""

@@ -27,12 +27,17 @@ from psycopg import conninfo as pg_conninfo
 
 from agentstate_reducer.demo import (
     CONNECT_TIMEOUT,
+    LOCK_TIMEOUT,
+    STATEMENT_TIMEOUT,
+    RunResult,
+    TurnSample,
     calculate,
     connect_kwargs,
     parse_saver,
     question,
     redact,
     sample_turns,
+    summary_line,
 )
 from tests._postgres import POSTGRES_URL
 
@@ -164,6 +169,14 @@ def test_bad_options_exit_2_with_a_usage_error(args: list[str], message: str) ->
             "host=127.0.0.1 port=1 user=demo password='s3 cret' dbname=nowhere", id="kv-q"
         ),
         pytest.param("postgresql://demo:s3%63ret@127.0.0.1:1/nowhere", id="percent-encoded"),
+        pytest.param("postgresql+psycopg://demo:s3cret@127.0.0.1:1/nowhere", id="sqlalchemy"),
+        pytest.param("POSTGRES+psycopg2://demo:s3cret@127.0.0.1:1/nowhere", id="sqlalchemy-2"),
+        pytest.param(
+            "postgresql://demo@127.0.0.1:1/nowhere?sslpassword=s3cret", id="sslpassword-query"
+        ),
+        pytest.param(
+            "host=127.0.0.1 port=1 user=demo sslpassword=s3cret dbname=nowhere", id="sslpassword-kv"
+        ),
     ],
 )
 def test_postgres_password_is_never_printed_wherever_it_is_given(
@@ -181,6 +194,33 @@ def test_postgres_password_is_never_printed_wherever_it_is_given(
     for secret in ("s3cret", "s3 cret", "s3%63ret", "cret"):
         assert secret not in proc.stderr + proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("saver", "shown"),
+    [
+        ("mysql://demo:s3cret@db.example:3306/app", "got a mysql:// URL (not shown"),
+        ("demo:s3cret@db.example:5432/app", "got something else (not shown"),
+        ("sqlight", "got 'sqlight'"),  # a mistyped word is worth repeating
+    ],
+)
+def test_a_refused_saver_value_is_not_echoed_when_it_may_hold_a_password(
+    saver: str, shown: str
+) -> None:
+    """argparse's usage error for ``--saver`` names the forms it accepts and never repeats
+    a value that could carry credentials."""
+    proc = run_demo("--saver", saver)
+    assert proc.returncode == 2
+    assert shown in proc.stderr
+    assert "s3cret" not in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_an_sqlalchemy_url_is_read_as_the_postgresql_url_it_names() -> None:
+    spec = parse_saver("postgresql+psycopg://u:pw@h:5/d?sslmode=disable")
+    assert (spec.kind, spec.url) == ("postgres", "postgresql://u:pw@h:5/d?sslmode=disable")
+    assert parse_saver("postgres+asyncpg://u@h/d").url == "postgres://u@h/d"
+    assert "pw" not in repr(spec)
 
 
 def test_unusable_cosmos_settings_are_one_line_naming_what_to_set(tmp_path: Path) -> None:
@@ -275,11 +315,30 @@ def test_redact_and_connect_kwargs_read_the_parsed_parameters(
     assert pg_conninfo.conninfo_to_dict(redact("postgresql://u@h/d")) == {
         "user": "u", "host": "h", "dbname": "d"
     }  # fmt: skip
-    assert connect_kwargs("postgresql://u@h/d") == {"connect_timeout": CONNECT_TIMEOUT}
-    assert connect_kwargs("postgresql://u@h/d?connect_timeout=3") == {}
-    assert connect_kwargs("host=h connect_timeout=0") == {}
+    monkeypatch.delenv("PGOPTIONS", raising=False)
+    ours = f"-c lock_timeout={LOCK_TIMEOUT * 1000} -c statement_timeout={STATEMENT_TIMEOUT * 1000}"
+    assert connect_kwargs("postgresql://u@h/d") == {
+        "connect_timeout": CONNECT_TIMEOUT, "options": ours
+    }  # fmt: skip
+    assert connect_kwargs("postgresql://u@h/d?connect_timeout=3") == {"options": ours}
+    assert connect_kwargs("host=h connect_timeout=0") == {"options": ours}
     monkeypatch.setenv("PGCONNECT_TIMEOUT", "4")
-    assert connect_kwargs("postgresql://u@h/d") == {}
+    assert connect_kwargs("postgresql://u@h/d") == {"options": ours}
+    # options already given are kept, and a timeout they set wins over ours
+    assert connect_kwargs("postgresql://u@h/d?options=-csearch_path%3Ds") == {
+        "options": f"-csearch_path=s {ours}"
+    }
+    both = "host=h options='-c lock_timeout=1s -c statement_timeout=2s'"
+    assert connect_kwargs(both) == {}
+    assert connect_kwargs("host=h options='-c lock_timeout=1s'") == {
+        "options": f"-c lock_timeout=1s -c statement_timeout={STATEMENT_TIMEOUT * 1000}"
+    }
+    # PGOPTIONS counts when the string has no options (passing options= would hide it)
+    monkeypatch.setenv("PGOPTIONS", "-c lock_timeout=3s")
+    assert connect_kwargs("host=h") == {
+        "options": f"-c lock_timeout=3s -c statement_timeout={STATEMENT_TIMEOUT * 1000}"
+    }
+    assert "s3cret" not in redact("host=h sslpassword=s3cret password=s3cret")
     assert "p@ss" not in repr(parse_saver("postgresql://u:p%40ss@h/d"))
     assert "p@ss" not in repr(parse_saver("host=h password=p@ss"))
 
@@ -291,6 +350,70 @@ def test_output_path_that_is_a_file_is_an_error(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "cannot create the output directory" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("blocked", ["demo.csv", "demo.png"])
+def test_an_output_file_that_cannot_be_written_fails_before_the_runs(
+    blocked: str, tmp_path: Path
+) -> None:
+    """A result file that cannot be written is one line naming it, before any turn runs
+    (nothing on the progress bar), not a traceback after the runs."""
+    (tmp_path / blocked).mkdir()
+    proc = run_demo("--turns", "2", "--output", str(tmp_path))
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert lines == [
+        f"agentstate-reducer demo: error: cannot write {str(tmp_path / blocked)!r}: it exists "
+        "and is not a file"
+    ], proc.stderr
+    assert not (tmp_path / "demo.csv").is_file()
+
+
+def test_options_without_the_demo_subcommand_run_the_demo(tmp_path: Path) -> None:
+    """``demo`` is the default subcommand, so ``agentstate-reducer --turns 2`` runs it."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentstate_reducer", "--turns", "2", "--output", str(tmp_path)],
+        capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "After 2 turns:" in proc.stdout
+    assert len(read_csv(tmp_path / "demo.csv")) == 2
+
+
+def _run(label: str, rows: list[tuple[int, int, float]]) -> RunResult:
+    """A run from ``(messages, stored_bytes, seconds)`` per turn."""
+    samples = [TurnSample(n, m, b, t) for n, (m, b, t) in enumerate(rows, start=1)]
+    return RunResult(label, samples)
+
+
+def test_the_closing_sentence_reads_right_for_every_outcome() -> None:
+    """No "1.0x less", no "1 turns": who is ahead decides the words, counts agree."""
+    one = summary_line(_run("bare", [(5, 1000, 0.01)]), _run("bounded", [(5, 1000, 0.01)]))
+    assert one.startswith("After 1 turn: bare stores 1000 B for 5 messages, bounded 1000 B")
+    assert "about the same stored, the last turn wrote about as many bytes" in one
+    assert "the last turn about as fast (10.0 vs 10.0 ms/turn)." in one
+
+    bare = _run("bare", [(5 + 4 * n, 4000 * n * n, 0.04) for n in range(1, 21)])
+    bounded = _run("bounded", [(min(5 + 4 * n, 12), 3000 * n, 0.01) for n in range(1, 21)])
+    ahead = summary_line(bare, bounded)
+    assert "After 20 turns:" in ahead and "(at most 12 after any turn)" in ahead
+    assert "26.7x less stored, the last turn wrote 52.0x fewer bytes" in ahead
+    assert "the last 2 turns 4.0x faster (40.0 vs 10.0 ms/turn)." in ahead
+
+    behind = summary_line(bounded, bare)  # the other way round, as a slow reducer would be
+    assert "26.7x more stored, the last turn wrote 52.0x more bytes" in behind
+    assert "the last 2 turns 4.0x slower" in behind
+
+    # a prune that freed rows: the thread shrank in the last turn, no ratio to give
+    shrank = _run("bounded", [(9, 5000, 0.01), (5, 3000, 0.01)])
+    freed = summary_line(_run("bare", [(5, 4000, 0.01), (9, 9000, 0.01)]), shrank)
+    assert (
+        "in the last turn the bare thread grew by 4.9 KiB and the bounded one shrank by "
+        "2.0 KiB, the last turn about as fast"
+    ) in freed
+    for sentence in (one, ahead, behind, freed):
+        assert "1.0x" not in sentence and " 1 turns" not in sentence
 
 
 def test_console_script_and_module_share_the_parser() -> None:
@@ -328,6 +451,32 @@ def test_postgres_demo(postgres_conninfo: str, tmp_path: Path) -> None:
     with psycopg.connect(postgres_conninfo) as conn:
         left = conn.execute("SELECT count(*) FROM checkpoints").fetchone()
     assert left == (0,)
+
+
+@pytest.mark.postgres
+def test_a_locked_table_ends_the_demo_with_one_line(postgres_conninfo: str, tmp_path: Path) -> None:
+    """Another session holding a lock on the checkpoint table: the demo's lock_timeout ends
+    it in about LOCK_TIMEOUT seconds with one line, not a hang and not a traceback."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with psycopg.connect(postgres_conninfo, autocommit=True) as conn:
+        PostgresSaver(conn).setup()  # type: ignore[arg-type]
+    options = pg_conninfo.conninfo_to_dict(postgres_conninfo)["options"]
+    assert isinstance(options, str)
+    url = f"{POSTGRES_URL.split('?', 1)[0]}?options={quote(options)}"
+    with psycopg.connect(postgres_conninfo) as holder:
+        holder.execute("LOCK TABLE checkpoints IN ACCESS EXCLUSIVE MODE")  # until rollback
+        start = time.monotonic()
+        proc = run_demo("--turns", "2", "--saver", url, "--output", str(tmp_path))
+        elapsed = time.monotonic() - start
+        holder.rollback()
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    # the progress bar's line for the run it stopped, then the error
+    assert len(lines) == 2 and lines[0].strip().startswith("bare: 0/2"), proc.stderr
+    assert lines[1].startswith("agentstate-reducer demo: error: PostgreSQL at ")
+    assert "canceling statement due to lock timeout" in lines[1]
+    assert LOCK_TIMEOUT * 0.9 <= elapsed <= TIMEOUT, elapsed
 
 
 @pytest.mark.cosmos

@@ -274,3 +274,20 @@ def test_a_0_5_era_saver_with_its_own_reducer_is_a_pass_through() -> None:
         ReducingCheckpointSaver(inner, MessageReducer(min_messages=2, max_messages=4))
     inner.reducer = None  # type: ignore[attr-defined]
     assert ReducingCheckpointSaver(inner, reducer).reduces is True
+
+
+@pytest.mark.parametrize(
+    "name", ["ScriptedChatModel", "tool_call", "provider_errors", "ProviderRejectedError"]
+)
+def test_the_scripted_module_is_a_warning_alias_of_testing(name: str) -> None:
+    """``agentstate_reducer.langgraph.scripted`` (early 0.6 previews only) gives the very
+    objects of ``testing``, each with a warning naming the module to import instead."""
+    from agentstate_reducer.langgraph import testing
+
+    scripted = importlib.import_module("agentstate_reducer.langgraph.scripted")
+    match = r"alias kept for early 0\.6 previews and goes in 0\.7; import "
+    with pytest.warns(DeprecationWarning, match=match + name + " from agentstate_reducer"):
+        old = getattr(scripted, name)
+    assert old is getattr(testing, name)
+    with pytest.raises(AttributeError, match="has no attribute 'tool_calls'"):
+        _ = scripted.tool_calls

@@ -1,9 +1,13 @@
 """The quickstart notebook: committed with its outputs (so it reads on GitHub), written
-against public APIs only, and every cell runs without an error.
+against public APIs only, and every cell runs without an error and without a warning from
+our own packages.
 
 The notebook is executed with nbclient on a kernel spec written for the test, whose command
 is this interpreter (``sys.executable``), so it runs in the same environment as the tests
 whatever kernels the machine has installed; a cell appended to the in-memory copy checks it.
+A cell put in front records every ``warnings.warn`` call made from ``agentstate_reducer``
+or ``agentstate_cosmosdb`` code, whatever the filters do with it afterwards (our warnings
+name the user's line with ``stacklevel``, so a filter on the module would miss them).
 To refresh the stored outputs after editing it, run it top to bottom in Jupyter and save.
 """
 
@@ -88,16 +92,44 @@ def kernel_on_this_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> st
     return KERNEL
 
 
-def test_notebook_runs_without_errors(kernel_on_this_python: str, tmp_path: Path) -> None:
-    """Executes every cell in order; a cell error fails the test with the cell's traceback.
+OWN_PACKAGES = ("agentstate_reducer", "agentstate_cosmosdb")
 
-    Also checks that the kernel ran on this interpreter, that the plot cell displayed an
-    image inline, and that the first cell's stored output is what it prints now (the
-    stored outputs belong to this version of the code).
+_RECORD_OUR_WARNINGS = f"""
+import sys as _sys, warnings as _warnings
+
+_our_warnings = []
+_warn = _warnings.warn
+
+
+def _recording_warn(message, category=None, stacklevel=1, *args, **kwargs):
+    caller = _sys._getframe(1).f_globals.get("__name__", "")
+    if caller.split(".")[0] in {OWN_PACKAGES!r}:
+        kind = getattr(category, "__name__", None) or type(message).__name__
+        _our_warnings.append(f"{{caller}}: {{kind}}: {{message}}")
+    return _warn(message, category, stacklevel + 1, *args, **kwargs)
+
+
+_warnings.warn = _recording_warn
+"""
+
+_REPORT = "import json, sys; print(json.dumps([sys.executable, _our_warnings]))"
+
+
+def test_notebook_runs_without_errors_or_our_warnings(
+    kernel_on_this_python: str, tmp_path: Path
+) -> None:
+    """Executes every cell in order; a cell error fails the test with the cell's traceback,
+    and so does any warning our packages issued while the cells ran.
+
+    Also checks that the kernel ran on this interpreter, that nothing was printed to stderr
+    (a warning from any library shows there), that the plot cell displayed an image inline,
+    and that the first cell's stored output is what it prints now (the stored outputs
+    belong to this version of the code).
     """
     stored = nbformat.read(NOTEBOOK, as_version=4)
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell("import sys; print(sys.executable)"))
+    nb.cells.insert(0, nbformat.v4.new_code_cell(_RECORD_OUR_WARNINGS))
+    nb.cells.append(nbformat.v4.new_code_cell(_REPORT))
     client = NotebookClient(
         nb,
         kernel_name=kernel_on_this_python,
@@ -108,11 +140,16 @@ def test_notebook_runs_without_errors(kernel_on_this_python: str, tmp_path: Path
         client.execute()
     except CellExecutionError as exc:  # pragma: no cover - the failure message is the point
         pytest.fail(f"a notebook cell failed:\n{exc}")
-    code = _code_cells(nb)
+    code = _code_cells(nb)[1:-1]  # the notebook's own cells
     errors = [o for cell in code for o in cell.outputs if o.output_type == "error"]
     assert errors == []
     printed = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
-    assert printed.strip() == sys.executable
+    executable, ours = json.loads(printed)
+    assert executable == sys.executable
+    assert ours == [], f"our packages warned while the notebook ran: {ours}"
+    stderr = [o.text for cell in code for o in cell.outputs
+              if o.output_type == "stream" and o.name == "stderr"]  # fmt: skip
+    assert stderr == [], stderr
     assert _images(code), "the plot cell displayed no image"
     first_now = "".join(o.get("text", "") for o in code[0].outputs)
     first_stored = "".join(o.get("text", "") for o in _code_cells(stored)[0].outputs)

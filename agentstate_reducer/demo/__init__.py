@@ -36,6 +36,8 @@ from .agent import (
 from .backends import (
     CONNECT_TIMEOUT,
     COSMOS_ENV,
+    LOCK_TIMEOUT,
+    STATEMENT_TIMEOUT,
     Backend,
     SaverSpec,
     connect_kwargs,
@@ -55,7 +57,15 @@ from .cli import (
     run_from_args,
 )
 from .errors import DEMO_INSTALL, DemoError
-from .report import RunResult, TurnSample, format_report, plot, sample_turns, write_csv
+from .report import (
+    RunResult,
+    TurnSample,
+    format_report,
+    plot,
+    sample_turns,
+    summary_line,
+    write_csv,
+)
 
 __all__ = [
     "CONNECT_TIMEOUT",
@@ -64,8 +74,10 @@ __all__ = [
     "DEFAULT_OUTPUT",
     "DEFAULT_TURNS",
     "DEMO_INSTALL",
+    "LOCK_TIMEOUT",
     "MIN_MAX_MESSAGES",
     "MIN_MAX_TOKENS",
+    "STATEMENT_TIMEOUT",
     "SYSTEM_PROMPT",
     "Backend",
     "DemoError",
@@ -91,5 +103,6 @@ __all__ = [
     "run_from_args",
     "sample_turns",
     "scripted_policy",
+    "summary_line",
     "write_csv",
 ]

@@ -1,7 +1,7 @@
 """The demo's agent: two small tools, a scripted chat model, and the loop that drives it.
 
 The agent is a ``StateGraph`` over ``MessagesState`` (LangGraph's ``add_messages``): an
-agent node calling :class:`~agentstate_reducer.langgraph.scripted.ScriptedChatModel` (no
+agent node calling :class:`~agentstate_reducer.langgraph.testing.ScriptedChatModel` (no
 network; it rejects any history a chat provider would reject, so a broken history stops
 the run) and a ``ToolNode`` with a calculator and a lookup table. Each turn is one
 ``invoke``: human question, tool call, tool result, answer.
@@ -121,7 +121,7 @@ def scripted_policy(messages: list[Any]) -> Any:
     """
     from langchain_core.messages import HumanMessage, ToolMessage
 
-    from ..langgraph.scripted import tool_call
+    from ..langgraph.testing import tool_call
 
     last = messages[-1]
     if isinstance(last, HumanMessage):
@@ -154,7 +154,7 @@ def demo_model(tools: Sequence[Any]) -> Any:
     The model is strict: called with a history a provider would reject, it raises
     ``ProviderRejectedError``.
     """
-    from ..langgraph.scripted import ScriptedChatModel
+    from ..langgraph.testing import ScriptedChatModel
 
     return ScriptedChatModel(script=[scripted_policy], cycle=True).bind_tools(list(tools))
 

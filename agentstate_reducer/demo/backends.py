@@ -12,10 +12,14 @@ package to install.
 
 PostgreSQL connection strings are parsed with ``psycopg.conninfo`` before anything is
 printed, so a password is hidden wherever it was given (in the URL's userinfo, as a
-``?password=`` parameter, or as ``password=`` in a key=value string), and the connection is
-opened with ``connect_timeout`` (:data:`CONNECT_TIMEOUT` seconds) unless the string or
-``PGCONNECT_TIMEOUT`` sets one, so a server that accepts the connection and never answers
-cannot hang the demo.
+``?password=`` or ``?sslpassword=`` parameter, or as ``password=``/``sslpassword=`` in a
+key=value string). SQLAlchemy-style URLs (``postgresql+psycopg://``) are read as the
+``postgresql://`` URL they name. The connection is opened with ``connect_timeout``
+(:data:`CONNECT_TIMEOUT` seconds) unless the string or ``PGCONNECT_TIMEOUT`` sets one, so a
+server that accepts the connection and never answers cannot hang the demo; and the session
+runs with ``lock_timeout`` and ``statement_timeout`` (:data:`LOCK_TIMEOUT`,
+:data:`STATEMENT_TIMEOUT`) unless the string's ``options`` (or ``PGOPTIONS``) set them, so
+a table locked by another session ends the demo with one line instead of hanging it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -34,6 +39,8 @@ from .errors import DemoError, require
 __all__ = [
     "CONNECT_TIMEOUT",
     "COSMOS_ENV",
+    "LOCK_TIMEOUT",
+    "STATEMENT_TIMEOUT",
     "Backend",
     "SaverSpec",
     "connect_kwargs",
@@ -48,7 +55,21 @@ COSMOS_ENV = ("COSMOSDB_ENDPOINT", "COSMOSDB_KEY")
 CONNECT_TIMEOUT = 10
 """Seconds the demo waits for PostgreSQL to answer, unless the connection string says."""
 
+LOCK_TIMEOUT = 10
+"""Seconds a statement waits for a lock another session holds, unless the string says."""
+
+STATEMENT_TIMEOUT = 60
+"""Seconds one statement may run, unless the string says (the demo's take milliseconds)."""
+
 REDACTED = "***"
+
+_SECRET_PARAMETERS = ("password", "sslpassword")
+"""libpq parameters whose values are secrets: never printed."""
+
+_POSTGRES_SCHEME = re.compile(r"^(postgres(?:ql)?)(?:\+[A-Za-z0-9_]+)?://", re.IGNORECASE)
+"""``postgresql://``, ``postgres://``, in any case, with an SQLAlchemy ``+driver`` or not."""
+_BARE_WORD = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 _POSTGRES_INSTALL = 'pip install langgraph-checkpoint-postgres "psycopg[binary]"'
 _COSMOS_INSTALL = "pip install agentstate-cosmosdb"
@@ -75,8 +96,9 @@ class SaverSpec:
 
     Attributes:
         kind: ``"sqlite"``, ``"postgres"`` or ``"cosmosdb"``.
-        url: The PostgreSQL connection string, as given (``kind == "postgres"`` only);
-            print :func:`redact` of it, never the string itself.
+        url: The PostgreSQL connection string as given, an SQLAlchemy-style scheme
+            (``postgresql+psycopg://``) read as ``postgresql://`` (``kind == "postgres"``
+            only); print :func:`redact` of it, never the string itself.
     """
 
     kind: str
@@ -105,12 +127,15 @@ class SaverSpec:
 
 
 def parse_saver(text: str) -> SaverSpec:
-    """Read ``--saver``: ``sqlite``, ``cosmosdb``, a ``postgresql://`` URL or a libpq
-    key=value string (``"host=... dbname=..."``).
+    """Read ``--saver``: ``sqlite``, ``cosmosdb``, a ``postgresql://`` (or ``postgres://``)
+    URL, an SQLAlchemy-style ``postgresql+psycopg://`` URL (read as the ``postgresql://``
+    URL it names: the demo always connects with psycopg), or a libpq key=value string
+    (``"host=... dbname=..."``).
 
     Raises:
-        ValueError: ``text`` is none of these (the message never repeats a key=value
-            string, which may hold a password).
+        ValueError: ``text`` is none of these. The message repeats ``text`` only when it
+            is a bare word (a mistyped ``sqlite``, say); a URL is shown by its scheme
+            alone, anything else not at all, since it may hold a password.
     """
     stripped = text.strip()
     lowered = stripped.lower()
@@ -118,13 +143,21 @@ def parse_saver(text: str) -> SaverSpec:
         return SaverSpec("sqlite")
     if lowered in ("cosmosdb", "cosmos"):
         return SaverSpec("cosmosdb")
-    if lowered.startswith(("postgresql://", "postgres://")):
+    # libpq reads only a lower-case scheme without a driver: postgresql:// or postgres://
+    stripped = _POSTGRES_SCHEME.sub(lambda m: f"{m.group(1).lower()}://", stripped, count=1)
+    if stripped.startswith(("postgresql://", "postgres://")):
         return SaverSpec("postgres", stripped)
     if "=" in stripped and "://" not in stripped:
         return SaverSpec("postgres", stripped)
+    if _BARE_WORD.match(stripped):
+        got = repr(stripped)
+    elif scheme := _SCHEME.match(stripped):
+        got = f"a {scheme.group(1).lower()}:// URL (not shown: it may hold a password)"
+    else:
+        got = "something else (not shown: it may hold a password)"
     raise ValueError(
-        f"expected 'sqlite', 'cosmosdb', a postgresql://user@host:port/db URL or a "
-        f"'host=... dbname=...' string, got {text!r}"
+        "expected 'sqlite', 'cosmosdb', a postgresql://user@host:port/db URL or a "
+        f"'host=... dbname=...' string, got {got}"
     )
 
 
@@ -151,9 +184,10 @@ def redact(url: str) -> str:
     """The connection string ``url`` fit to print: parsed, with any password as ``***``.
 
     The result is a libpq key=value string built by ``psycopg.conninfo.make_conninfo``
-    from the parsed parameters, so a password given in the URL's userinfo, as
-    ``?password=`` or as ``password=`` is hidden alike; a string that does not parse (or
-    psycopg missing) prints as a placeholder rather than as given.
+    from the parsed parameters, so a password (or an ``sslpassword``, the client key's)
+    given in the URL's userinfo, as a ``?password=`` parameter or as ``password=`` is
+    hidden alike; a string that does not parse (or psycopg missing) prints as a
+    placeholder rather than as given.
     """
     try:
         params = _conninfo(url)
@@ -161,14 +195,14 @@ def redact(url: str) -> str:
         return "<a PostgreSQL connection string>"
     from psycopg import conninfo
 
-    if params.get("password") is not None:
-        params["password"] = REDACTED
+    for name in _SECRET_PARAMETERS:
+        if params.get(name) is not None:
+            params[name] = REDACTED
     return conninfo.make_conninfo(**params)
 
 
 def _secrets(params: dict[str, Any]) -> list[str]:
-    password = params.get("password")
-    return [str(password)] if password else []
+    return [str(params[name]) for name in _SECRET_PARAMETERS if params.get(name)]
 
 
 def _scrub(text: str, secrets: Sequence[str]) -> str:
@@ -179,14 +213,26 @@ def _scrub(text: str, secrets: Sequence[str]) -> str:
 
 
 def connect_kwargs(url: str) -> dict[str, Any]:
-    """Extra ``psycopg.connect`` arguments: ``connect_timeout`` when nothing sets one.
+    """Extra ``psycopg.connect`` arguments: the timeouts nothing else sets.
 
-    A timeout in the connection string (``connect_timeout=``) or in ``PGCONNECT_TIMEOUT``
-    wins; otherwise the demo waits :data:`CONNECT_TIMEOUT` seconds.
+    * ``connect_timeout``: :data:`CONNECT_TIMEOUT` seconds, unless the string
+      (``connect_timeout=``) or ``PGCONNECT_TIMEOUT`` sets one.
+    * ``options``: ``-c lock_timeout=...`` and ``-c statement_timeout=...``
+      (:data:`LOCK_TIMEOUT`, :data:`STATEMENT_TIMEOUT` seconds), each unless the string's
+      ``options`` (or, without them, ``PGOPTIONS``) set it. Options already given are kept
+      in front: the argument replaces the string's ``options`` and libpq's reading of
+      ``PGOPTIONS``, so both are carried over.
     """
-    if "connect_timeout" in _conninfo(url) or os.environ.get("PGCONNECT_TIMEOUT"):
-        return {}
-    return {"connect_timeout": CONNECT_TIMEOUT}
+    params = _conninfo(url)
+    extra: dict[str, Any] = {}
+    if "connect_timeout" not in params and not os.environ.get("PGCONNECT_TIMEOUT"):
+        extra["connect_timeout"] = CONNECT_TIMEOUT
+    given = str(params["options"]) if params.get("options") else os.environ.get("PGOPTIONS", "")
+    timeouts = (("lock_timeout", LOCK_TIMEOUT), ("statement_timeout", STATEMENT_TIMEOUT))
+    added = [f"-c {name}={seconds * 1000}" for name, seconds in timeouts if name not in given]
+    if added:
+        extra["options"] = " ".join([given.strip(), *added]).strip()
+    return extra
 
 
 @contextlib.contextmanager
@@ -313,7 +359,17 @@ def _postgres_backend(url: str) -> Iterator[Backend]:
             for thread in threads:
                 saver.delete_thread(thread)
 
-        yield Backend(saver, measure, cleanup)
+        try:
+            yield Backend(saver, measure, cleanup)
+        except psycopg.Error as exc:
+            # During the run: a lock another session holds (lock_timeout), a statement cut
+            # off (statement_timeout), the server gone. One line, the password scrubbed.
+            text = str(exc).strip()
+            reason = _scrub(text.splitlines()[0] if text else type(exc).__name__, secrets)
+            raise DemoError(
+                f"PostgreSQL at {where} stopped the demo: {reason}; if another session "
+                "holds a lock on LangGraph's checkpoint tables, end it and run again"
+            ) from exc
     finally:
         conn.close()
 

@@ -14,6 +14,7 @@ Before anything runs, the packages the demo imports are checked: on an install w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import uuid
@@ -24,7 +25,14 @@ from typing import TextIO
 from ..config import ReducerConfig
 from ..reducer import MessageReducer
 from .agent import run_conversation
-from .backends import SaverSpec, open_backend, parse_saver
+from .backends import (
+    CONNECT_TIMEOUT,
+    LOCK_TIMEOUT,
+    STATEMENT_TIMEOUT,
+    SaverSpec,
+    open_backend,
+    parse_saver,
+)
 from .errors import DEMO_INSTALL, DemoError, require
 from .report import RunResult, format_report, plot, write_csv
 
@@ -94,8 +102,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=SaverSpec("sqlite"),
         metavar="{sqlite,URL,cosmosdb}",
         help="where checkpoints go: 'sqlite' (default, files in a temporary directory), a "
-        "PostgreSQL postgresql:// URL or 'host=... dbname=...' string (the password is never "
-        "printed; connect_timeout defaults to 10 s), or 'cosmosdb' (COSMOSDB_ENDPOINT and "
+        "PostgreSQL postgresql:// URL (postgresql+psycopg:// too) or 'host=... dbname=...' "
+        "string (the password is never printed; connect_timeout, lock_timeout and "
+        f"statement_timeout default to {CONNECT_TIMEOUT}, {LOCK_TIMEOUT} and "
+        f"{STATEMENT_TIMEOUT} s), or 'cosmosdb' (COSMOSDB_ENDPOINT and "
         "COSMOSDB_KEY; optional COSMOSDB_CA_FILE, COSMOSDB_DATABASE, COSMOSDB_CONTAINER)",
     )
     bound = parser.add_mutually_exclusive_group()
@@ -162,10 +172,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
     reducer, bound = make_reducer(args)
     output: Path = args.output
-    try:
-        output.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise DemoError(f"cannot create the output directory {str(output)!r}: {exc}") from exc
+    csv_path, png_path = output / "demo.csv", output / "demo.png"
+    _check_writable(output, (csv_path, png_path))
 
     run_id = uuid.uuid4().hex[:8]
     runs: dict[str, RunResult] = {}
@@ -180,21 +188,65 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                     runs[label] = run_conversation(
                         saver, backend.measure, thread, args.turns, label
                     )
-                finally:
-                    backend.cleanup([thread])
+                except BaseException:
+                    # Still try to delete the thread, but report what stopped the run: the
+                    # clean-up usually meets the same cause (a lock, the server gone), and its
+                    # error would replace the one that explains it.
+                    with contextlib.suppress(Exception):
+                        backend.cleanup([thread])
+                    raise
+                backend.cleanup([thread])
 
     bare, bounded = runs["bare"], runs["bounded"]
     format_report(bare, bounded, spec, bound, out)
-    csv_path = output / "demo.csv"
-    write_csv(bare, bounded, csv_path)
-    png_path = output / "demo.png"
     title = f"{args.turns} turns on {spec.title}: bare vs ReducingCheckpointSaver ({bound})"
-    if plot(bare, bounded, title, png_path):
+    # Checked before the runs, but the disk can still fill up or the directory go away.
+    try:
+        write_csv(bare, bounded, csv_path)
+    except OSError as exc:
+        raise DemoError(f"cannot write {str(csv_path)!r}: {_reason(exc)}") from exc
+    try:
+        plotted = plot(bare, bounded, title, png_path)
+    except OSError as exc:
+        raise DemoError(f"cannot write {str(png_path)!r}: {_reason(exc)}") from exc
+    if plotted:
         out.write(f"Wrote {csv_path} and the plot {png_path}\n")
     else:
         out.write(f"Wrote {csv_path}. For the plot, install matplotlib: {DEMO_INSTALL}\n")
     out.flush()
     return 0
+
+
+def _reason(exc: OSError) -> str:
+    """An OS error in words, without the path it repeats (the message names it already)."""
+    return exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _check_writable(output: Path, files: tuple[Path, ...]) -> None:
+    """Fail before the runs, not after minutes of them, when the results cannot be written.
+
+    Raises:
+        DemoError: ``output`` cannot be created or written to, or one of ``files`` exists
+            and is not a regular file (a directory, say).
+    """
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DemoError(
+            f"cannot create the output directory {str(output)!r}: {_reason(exc)}"
+        ) from exc
+    for path in files:
+        if path.exists() and not path.is_file():
+            raise DemoError(f"cannot write {str(path)!r}: it exists and is not a file")
+    try:
+        # A real write in the directory: permission bits alone do not tell (root, ACLs,
+        # read-only mounts).
+        with tempfile.NamedTemporaryFile(dir=output, prefix=".agentstate-demo-"):
+            pass
+    except OSError as exc:
+        raise DemoError(
+            f"cannot write to the output directory {str(output)!r}: {_reason(exc)}"
+        ) from exc
 
 
 def run_from_args(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ __all__ = [
     "format_report",
     "plot",
     "sample_turns",
+    "summary_line",
     "write_csv",
 ]
 
@@ -86,8 +87,64 @@ def _size(n: float) -> str:
     return f"{n:.1f} GiB"  # pragma: no cover - the loop always returns
 
 
-def _ratio(a: float, b: float) -> str:
-    return f"{a / b:.1f}x" if b > 0 else "n/a"
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _growth(n: int) -> str:
+    if n > 0:
+        return f"grew by {_size(n)}"
+    return f"shrank by {_size(-n)}" if n < 0 else "did not grow"
+
+
+def _compared(bare: float, bounded: float, less: str, more: str, same: str) -> str | None:
+    """``"6.2x less"``, ``"1.3x more"`` or ``same`` (when the ratio rounds to 1.0x): how the
+    bounded run compares with the bare one; None unless both are positive."""
+    if bare <= 0 or bounded <= 0:
+        return None
+    if f"{bare / bounded:.1f}" == "1.0" or f"{bounded / bare:.1f}" == "1.0":
+        return same
+    if bare > bounded:
+        return f"{bare / bounded:.1f}x {less}"
+    return f"{bounded / bare:.1f}x {more}"
+
+
+def summary_line(bare: RunResult, bounded: RunResult) -> str:
+    """The closing sentence: what each run stores after the last turn and how they compare.
+
+    Each comparison reads right whichever run is ahead ("2.0x less stored", "1.3x more
+    stored", "about the same stored"), and the counts agree with their nouns ("After 1
+    turn", "the last turn").
+    """
+    turns = len(bare.samples)
+    tail = max(1, turns // 10)
+    bare_ms = sum(s.seconds for s in bare.samples[-tail:]) / tail * 1000
+    bounded_ms = sum(s.seconds for s in bounded.samples[-tail:]) / tail * 1000
+    peak = max(s.messages for s in bounded.samples)
+    bare_bytes, bounded_bytes = bare.last.stored_bytes, bounded.last.stored_bytes
+    stored = _compared(bare_bytes, bounded_bytes, "less", "more", "about the same") or (
+        "nothing to compare"
+    )
+    bare_wrote, bounded_wrote = bare.per_turn_bytes()[-1], bounded.per_turn_bytes()[-1]
+    wrote = _compared(bare_wrote, bounded_wrote, "fewer bytes", "more bytes", "about as many bytes")
+    if wrote is None:  # a thread did not grow in the last turn (a prune freed rows)
+        wrote_part = (
+            f"in the last turn the bare thread {_growth(bare_wrote)} and the bounded one "
+            f"{_growth(bounded_wrote)}"
+        )
+    else:
+        wrote_part = f"the last turn wrote {wrote}"
+    speed = _compared(bare_ms, bounded_ms, "faster", "slower", "about as fast") or (
+        "not timed apart"
+    )
+    last = "the last turn" if tail == 1 else f"the last {tail} turns"
+    return (
+        f"After {_plural(turns, 'turn')}: bare stores {_size(bare_bytes)} for "
+        f"{_plural(bare.last.messages, 'message')}, bounded {_size(bounded_bytes)} for "
+        f"{bounded.last.messages} (at most {peak} after any turn): "
+        f"{stored} stored, {wrote_part}, {last} {speed} "
+        f"({bare_ms:.1f} vs {bounded_ms:.1f} ms/turn)."
+    )
 
 
 def format_report(
@@ -120,19 +177,7 @@ def format_report(
             f"{turn:>6}  {a.messages:>13} {b.messages:>8}  {_size(a.stored_bytes):>12} "
             f"{_size(b.stored_bytes):>11}  {a.seconds * 1000:>12.1f} {b.seconds * 1000:>8.1f}\n"
         )
-    tail = max(1, turns // 10)
-    bare_ms = sum(s.seconds for s in bare.samples[-tail:]) / tail * 1000
-    bounded_ms = sum(s.seconds for s in bounded.samples[-tail:]) / tail * 1000
-    peak = max(s.messages for s in bounded.samples)
-    out.write(
-        f"\nAfter {turns} turns: bare stores {_size(bare.last.stored_bytes)} for "
-        f"{bare.last.messages} messages, bounded {_size(bounded.last.stored_bytes)} for "
-        f"{bounded.last.messages} (at most {peak} after any turn): "
-        f"{_ratio(bare.last.stored_bytes, bounded.last.stored_bytes)} less stored, "
-        f"last turn wrote {_ratio(bare.per_turn_bytes()[-1], bounded.per_turn_bytes()[-1])} "
-        f"fewer bytes, last {tail} turns {_ratio(bare_ms, bounded_ms)} faster "
-        f"({bare_ms:.1f} vs {bounded_ms:.1f} ms/turn).\n"
-    )
+    out.write("\n" + summary_line(bare, bounded) + "\n")
 
 
 def write_csv(bare: RunResult, bounded: RunResult, path: Path) -> None:

@@ -66,7 +66,10 @@ def __getattr__(name: str) -> Any:
         try:
             from . import agents
         except ImportError as exc:
-            raise missing_extra(f"agentstate_reducer.langgraph.{name}", "agents", exc) from exc
+            # agents raises its own hint from the import that failed: name this attribute
+            # instead, and keep that original error as the cause.
+            cause = exc.__cause__ if isinstance(exc.__cause__, ImportError) else exc
+            raise missing_extra(f"agentstate_reducer.langgraph.{name}", "agents", cause) from cause
         return getattr(agents, name)
     # 0.5 names (ReducingSaver, apply_reducer) resolve with a DeprecationWarning.
     from .._deprecated import resolve

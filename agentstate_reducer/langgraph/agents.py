@@ -26,13 +26,20 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from langchain.agents.middleware.types import (
-    AgentMiddleware,
-    AgentState,
-    ExtendedModelResponse,
-    ModelRequest,
-    ModelResponse,
-)
+from .._extras import missing_extra
+
+try:
+    # langchain (create_agent's middleware) comes only with the [agents] extra; [langgraph]
+    # alone must get the install line, not a bare "No module named 'langchain'".
+    from langchain.agents.middleware.types import (
+        AgentMiddleware,
+        AgentState,
+        ExtendedModelResponse,
+        ModelRequest,
+        ModelResponse,
+    )
+except ImportError as exc:
+    raise missing_extra("agentstate_reducer.langgraph.agents", "agents", exc) from exc
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.config import get_config
