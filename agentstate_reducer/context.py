@@ -101,6 +101,11 @@ class ReduceContext:
         kept = [messages[p] for p in range(start, len(messages)) if p not in gone]
         pruned = [self._original_of(messages[p]) for p in pruned_at]
         folded = [messages[p] for p in folded_at]
+        if len(folded) > 1:
+            # A block already folded into another one here leaves with it, unsummarised.
+            stale = self.reducer.summaries.superseded(folded)
+            self.folded_summaries.extend(b for i, b in enumerate(folded) if i in stale)
+            folded = [b for i, b in enumerate(folded) if i not in stale]
         self.messages = messages[:start] + kept
         self.pruned.extend(pruned)
         if summarize:

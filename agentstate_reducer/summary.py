@@ -337,6 +337,26 @@ class RunningSummary:
         self._factory_size: int | None = None
         self.outage = Outage(config.retry_backoff)
         """After ``summarize_fn`` fails, it is not called again for a while (see Outage)."""
+        # The ids of the blocks each block made here folded (bounded, newest kept): a list
+        # merged back from before a fold (a subgraph resumed after an interrupt returns the
+        # list it started with) brings an old block next to the one that replaced it.
+        self._folded_by: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._lineage_lock = threading.Lock()
+
+    def superseded(self, blocks: Sequence[Any]) -> set[int]:
+        """Indexes of ``blocks`` already folded into another of ``blocks`` (by this reducer,
+        in this process): their text is in that block, so they are not summarised again."""
+        ids = [id_of(block) for block in blocks]
+        older: set[str] = set()
+        with self._lineage_lock:
+            for block_id in ids:
+                todo = list(self._folded_by.get(block_id, ())) if isinstance(block_id, str) else []
+                while todo:
+                    ancestor = todo.pop()
+                    if ancestor not in older:
+                        older.add(ancestor)
+                        todo.extend(self._folded_by.get(ancestor, ()))
+        return {i for i, block_id in enumerate(ids) if block_id in older}
 
     def summary_for(self, request: SummaryRequest, namespace_key: Hashable) -> Effects[str | None]:
         """The summary of ``request``: one ``summarize_fn`` call, or the one remembered.
@@ -379,6 +399,13 @@ class RunningSummary:
     def block(self, text: str, request: SummaryRequest, messages: list[Any]) -> list[Any]:
         """The summary block for ``text``, in the kind ``messages`` hold, with its id."""
         block_id = summary_id(request.folded, request.pruned)
+        folded_ids = tuple(i for i in map(id_of, request.folded) if isinstance(i, str))
+        if folded_ids:
+            with self._lineage_lock:
+                self._folded_by[block_id] = folded_ids
+                self._folded_by.move_to_end(block_id)
+                while len(self._folded_by) > SUMMARY_MEMORY:
+                    self._folded_by.popitem(last=False)
         factory = self._config.summary_message_factory
         sample = messages or request.messages
         if factory is not None:

@@ -101,6 +101,10 @@ class _PendingReduce(NamedTuple):
     new: list[Any]
     changed: bool
     namespace: Any
+    in_subgraph: bool
+    """A subgraph's checkpoint (a ``checkpoint_ns`` below the root): its list shares the
+    parent's messages, which the parent's reduce summarises, so it is pruned without a
+    summary of its own (two summaries of one conversation would fold into each other)."""
 
 
 class CheckpointReduction:
@@ -219,9 +223,10 @@ class CheckpointReduction:
             # Always "keep": the stored list is the retry buffer, never the reducer's memory,
             # so a failed hand-off is retried from storage whatever the mode; "raise" then
             # fails the put as well.
-            result = self._reducer.reduce(
-                outcome.existing, outcome.new, outcome.namespace, on_prune_error="keep"
+            reduce = (
+                self._reducer._reduce_unsummarized if outcome.in_subgraph else self._reducer.reduce
             )
+            result = reduce(outcome.existing, outcome.new, outcome.namespace, on_prune_error="keep")
             self._raise_if_asked(result)
             outcome = _reduced(outcome, result)
         return self._finish(put, *outcome)
@@ -250,7 +255,12 @@ class CheckpointReduction:
             return checkpoint
         outcome = self._settle(put)
         if isinstance(outcome, _PendingReduce):
-            result = await self._reducer.areduce(
+            areduce = (
+                self._reducer._areduce_unsummarized
+                if outcome.in_subgraph
+                else self._reducer.areduce
+            )
+            result = await areduce(
                 outcome.existing, outcome.new, outcome.namespace, on_prune_error="keep"
             )
             self._raise_if_asked(result)
@@ -313,7 +323,8 @@ class CheckpointReduction:
             # A list the limits cannot prune (count mode, at most max_messages) is stored
             # as it is, without the plan reading every message: the hot path.
             return (existing + new if new else existing), changed
-        return _PendingReduce(existing, new, changed, self.namespace(put.config))
+        in_subgraph = bool(put.chain[1])
+        return _PendingReduce(existing, new, changed, self.namespace(put.config), in_subgraph)
 
     def _finish(self, put: _Put, reduced: list[Any], changed: bool) -> Checkpoint:
         """Choose the version the list is stored under, remember the put, build the result."""
