@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -56,9 +58,10 @@ def cosmos_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def cosmos_env(cosmos_server: Any) -> dict[str, str]:
     """Environment variables pointing a client at the session server, TLS verified.
 
-    ``COSMOSDB_ENDPOINT`` and ``COSMOSDB_KEY`` (read by ``CosmosDBSaver``), the server's CA
-    as ``COSMOSDB_CA_FILE`` (read by the demo) and as ``REQUESTS_CA_BUNDLE`` /
-    ``SSL_CERT_FILE`` (honoured by the saver's transports).
+    ``COSMOSDB_ENDPOINT`` and ``COSMOSDB_KEY`` (read by ``CosmosDBSaver``), the same as the
+    portal's ``COSMOSDB_CONNECTION_STRING`` (for the README examples), the server's CA as
+    ``COSMOSDB_CA_FILE`` (read by the demo) and as ``REQUESTS_CA_BUNDLE`` / ``SSL_CERT_FILE``
+    (honoured by the saver's transports).
     """
     if not cosmos_server.running:
         cosmos_server.start()
@@ -67,7 +70,38 @@ def cosmos_env(cosmos_server: Any) -> dict[str, str]:
     return {
         "COSMOSDB_ENDPOINT": cosmos_server.endpoint,
         "COSMOSDB_KEY": cosmos_server.key,
+        "COSMOSDB_CONNECTION_STRING": (
+            f"AccountEndpoint={cosmos_server.endpoint};AccountKey={cosmos_server.key};"
+        ),
         "COSMOSDB_CA_FILE": ca_file,
         "REQUESTS_CA_BUNDLE": ca_file,
         "SSL_CERT_FILE": ca_file,
     }
+
+
+@pytest.fixture
+def published_cosmos_env(
+    cosmos_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    """``cosmos_env``, and a container holding one thread written by the published
+    ``langgraph-checkpoint-cosmosdb`` 0.4 saver (a one-node graph run once), named by
+    ``OLD_COSMOSDB_DATABASE`` and ``OLD_COSMOSDB_CONTAINER``: the migration example's source."""
+    if os.environ.get("CI", "").lower() == "true":
+        import langgraph_checkpoint_cosmosdb as published
+    else:
+        published = pytest.importorskip("langgraph_checkpoint_cosmosdb")
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    for name, value in cosmos_env.items():
+        monkeypatch.setenv(name, value)  # the published saver reads the endpoint and key
+    database, container = "published", f"published-{uuid.uuid4().hex[:12]}"
+    builder = StateGraph(MessagesState)
+    builder.add_node("reply", lambda state: {"messages": [AIMessage(content="hello")]})
+    builder.add_edge(START, "reply")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the published saver leaves TLS to the SDK
+        saver = published.CosmosDBSaver(database_name=database, container_name=container)
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "old"}})
+    return {**cosmos_env, "OLD_COSMOSDB_DATABASE": database, "OLD_COSMOSDB_CONTAINER": container}

@@ -4,10 +4,16 @@ and a slow example is not a wrong one."""
 
 from hypothesis import HealthCheck, settings
 
-from tests._cosmos import cosmos_env, cosmos_server
+from tests._cosmos import cosmos_env, cosmos_server, published_cosmos_env
 from tests._postgres import postgres_conninfo, postgres_url
 
 settings.register_profile("agentstate", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("agentstate")
 
-__all__ = ["cosmos_env", "cosmos_server", "postgres_conninfo", "postgres_url"]
+__all__ = [
+    "cosmos_env",
+    "cosmos_server",
+    "postgres_conninfo",
+    "postgres_url",
+    "published_cosmos_env",
+]

@@ -1,5 +1,6 @@
-"""Every Python snippet of README.md runs, in order, each in a fresh namespace, in the
-development environment.
+"""Every Python snippet of README.md and of the Cosmos DB package's README
+(integrations/cosmosdb/README.md, its PyPI page) runs, in order, each in a fresh namespace, in
+the development environment.
 
 The markers (``<!-- extra: ... -->``, ``<!-- needs: FIXTURE -->``) are read by
 :mod:`tests.readme_snippets`: a ``needs`` fixture runs first and its dict becomes
@@ -21,27 +22,34 @@ from tests.readme_snippets import install_lines, snippets
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 TEXT = README.read_text(encoding="utf-8")
+COSMOS_README = README.parent / "integrations" / "cosmosdb" / "README.md"
+COSMOS_TEXT = COSMOS_README.read_text(encoding="utf-8")
 OWN_ENVIRONMENT = {"crewai"}  # extras run only in a virtualenv of their own
 
 
 def _params() -> list[Any]:
     return [
-        pytest.param(s.code, s.needs, id=f"snippet{n}-line{s.line}")
-        for n, s in enumerate(snippets(TEXT), start=1)
+        pytest.param(readme, s.code, s.needs, id=f"{prefix}snippet{n}-line{s.line}")
+        for readme, text, prefix in ((README, TEXT, ""), (COSMOS_README, COSMOS_TEXT, "cosmos-"))
+        for n, s in enumerate(snippets(text), start=1)
         if s.extra not in OWN_ENVIRONMENT
     ]
 
 
-@pytest.mark.parametrize(("code", "needs"), _params())
+@pytest.mark.parametrize(("readme", "code", "needs"), _params())
 def test_readme_snippet_runs(
-    code: str, needs: str | None, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+    readme: Path,
+    code: str,
+    needs: str | None,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     if needs:
         env = request.getfixturevalue(needs)
         for key, value in (env or {}).items():
             monkeypatch.setenv(key, value)
     namespace: dict[str, Any] = {"__name__": "readme_snippet"}
-    exec(compile(code, str(README), "exec", dont_inherit=True), namespace)
+    exec(compile(code, str(readme), "exec", dont_inherit=True), namespace)
 
 
 def test_every_marker_names_an_install_line_of_the_readme() -> None:
@@ -76,3 +84,19 @@ def test_the_readme_reads_right_on_pypi() -> None:
     assert relative == []
     develop = TEXT[TEXT.index("## Develop") :]
     assert "make demo" in develop and "make test" in develop
+
+
+def test_the_cosmos_readme_reads_right_on_pypi() -> None:
+    """The Cosmos DB README is agentstate-cosmosdb's PyPI page: its install block opens with
+    ``pip install agentstate-cosmosdb``, the editable install is only a note about the
+    repository, every link is absolute, and every snippet needs the package's own install."""
+    fence = COSMOS_TEXT.index("```bash\n")
+    assert COSMOS_TEXT[fence:].split("\n")[1] == "pip install agentstate-cosmosdb"
+    opening = COSMOS_TEXT[: COSMOS_TEXT.index("## Use")]
+    assert "pip install -e integrations/cosmosdb" in opening.split("```")[-1]  # after the block
+    assert "make " not in opening
+    links = re.findall(r"\]\(([^)]+)\)", COSMOS_TEXT)
+    links += re.findall(r"^\[[^]]+\]: (\S+)", COSMOS_TEXT, re.M)
+    assert links and [t for t in links if not t.startswith(("https://", "#"))] == []
+    found = snippets(COSMOS_TEXT)
+    assert found and {s.extra for s in found} == {"cosmos"}

@@ -13,10 +13,14 @@ from pathlib import Path
 import pytest
 
 import agentstate_reducer
-from tests.install.conftest import ROOT, Dist, run
+from tests.install.conftest import COSMOS, ROOT, Dist, run
 
 SDIST_FILES = {"PKG-INFO", "pyproject.toml", "README.md", "LICENSE", ".gitignore"}
-"""Files an sdist may hold beside its package (hatchling always adds ``.gitignore``)."""
+"""Files an sdist may hold beside its package. hatchling always adds the project's nearest
+``.gitignore`` (no ``exclude`` removes it: it applies the same ignores when a wheel is built
+from the sdist), so each distribution's is its own: the repository's for the core,
+``integrations/cosmosdb/.gitignore`` for the Cosmos DB package."""
+GITIGNORE = {"core": ROOT / ".gitignore", "cosmos": COSMOS / ".gitignore"}
 
 
 def _sdist_entries(sdist: Path) -> set[str]:
@@ -39,6 +43,11 @@ def test_sdist_holds_only_its_package(
     top_level = {entry.split("/", 1)[0] for entry in entries}
     assert top_level == {package} | SDIST_FILES | extra_files
     assert f"{package}/py.typed" in entries
+    with tarfile.open(sdist) as tar:
+        top = tar.getnames()[0].split("/")[0]
+        member = tar.extractfile(f"{top}/.gitignore")
+        assert member is not None
+        assert member.read().decode() == GITIGNORE[which].read_text()
 
 
 def _metadata(wheel: Path) -> email.message.Message:
@@ -61,6 +70,9 @@ def test_wheel_metadata_is_complete(dist: Dist, which: str) -> None:
     assert "Kamal" in meta["Author-email"]
     urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL"))
     assert urls["Repository"] == "https://github.com/skamalj/agentstate-reducer"
+    # Documentation points at a page of the repository that exists
+    docs = urls["Documentation"].removeprefix("https://github.com/skamalj/agentstate-reducer/")
+    assert (ROOT / docs.split("/", 2)[2]).exists(), urls["Documentation"]
     classifiers = set(meta.get_all("Classifier"))
     for expected in (
         "License :: OSI Approved :: MIT License",

@@ -7,6 +7,8 @@ and runs its snippets with ``tests/readme_snippets.py`` (standard library only).
 ``[langgraph]`` alone is installed at its lowest allowed versions, the others at the
 newest, as a fresh ``pip install`` would.
 Without the ``[demo]`` extra the demo command must say so in one line.
+The Cosmos DB package's README (its PyPI page) runs the same way, in a virtualenv holding
+``pip install agentstate-cosmosdb`` alone.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from tests.readme_snippets import install_lines, snippets
 
 README = ROOT / "README.md"
 TEXT = README.read_text(encoding="utf-8")
+COSMOS_README = ROOT / "integrations" / "cosmosdb" / "README.md"
 RUNNER = ROOT / "tests" / "readme_snippets.py"
 OWN_TEST = {"crewai"}  # tests/install/test_crewai.py runs these with CrewAI's own set-up
 LOWEST = {"langgraph"}  # environments installed at their floors
@@ -85,6 +88,24 @@ def test_readme_sections_run_with_only_their_install_line(
     proc = run([venv.python, RUNNER, README, environment], cwd=venv.path,
                env=clean_env(**env), timeout=900)  # fmt: skip
     assert "ran " in proc.stdout, proc.stdout
+
+
+def test_cosmos_readme_runs_with_only_its_install_line(
+    dist: Dist, make_venv: MakeVenv, request: pytest.FixtureRequest
+) -> None:
+    """Every snippet of the Cosmos DB README passes in a virtualenv that has only
+    ``pip install agentstate-cosmosdb`` (from the built wheels)."""
+    text = COSMOS_README.read_text(encoding="utf-8")
+    found = snippets(text)
+    assert found and {s.environment for s in found} == {"cosmos"}
+    venv = make_venv("readme-cosmos-package", _requirements("cosmos", dist))
+    env: dict[str, Any] = {}
+    for snippet in found:
+        if snippet.needs:
+            env.update(request.getfixturevalue(snippet.needs) or {})
+    proc = run([venv.python, RUNNER, COSMOS_README, "cosmos"], cwd=venv.path,
+               env=clean_env(**env), timeout=900)  # fmt: skip
+    assert f"ran {len(found)} README snippets" in proc.stdout, proc.stdout
 
 
 @pytest.mark.parametrize(

@@ -136,7 +136,9 @@ class CosmosDBSaver(BaseCosmosDBSaver):
         with self._lock:
             client = self._release_client()
         if client is not None:
-            client.close()
+            # The sync client's close() only exists from azure-cosmos 4.16 (it calls this);
+            # leaving its context, which releases the same pipeline, works from 4.0.
+            client.__exit__(None, None, None)
         if self._pool is not None:
             self._pool.shutdown(wait=False)
 
