@@ -317,3 +317,25 @@ def _sync_client(server: CosmosTestServer) -> Any:
 
 def _delete_container(server: CosmosTestServer, container: str) -> None:
     _sync_client(server).get_database_client(DATABASE).delete_container(container)
+
+
+def test_an_async_saver_used_after_its_event_loop_closed_says_so(
+    server: CosmosTestServer,
+) -> None:
+    """An AsyncCosmosDBSaver belongs to the loop it first ran on: used from a second
+    ``asyncio.run`` it raises CosmosSaverClosedError saying why, not an SDK error about a
+    closed loop."""
+    import asyncio
+
+    from agentstate_cosmosdb import CosmosSaverClosedError
+
+    saver = AsyncCosmosDBSaver(DATABASE, new_container(), **saver_kwargs(server))
+
+    async def first() -> Any:
+        stored = await saver.aput(generate_config("loop"), generate_checkpoint(), {}, {})
+        await saver._client.close()  # its connections, not the saver: a user would forget this
+        return stored
+
+    stored = asyncio.run(first())
+    with pytest.raises(CosmosSaverClosedError, match="event loop that has been closed"):
+        asyncio.run(saver.aget_tuple(stored))

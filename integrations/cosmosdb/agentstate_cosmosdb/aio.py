@@ -22,6 +22,7 @@ from typing_extensions import override
 
 from agentstate_cosmosdb import ops as o
 from agentstate_cosmosdb._base import BaseCosmosDBSaver
+from agentstate_cosmosdb.errors import CosmosSaverClosedError
 from agentstate_cosmosdb.ops import Ops, Result
 from agentstate_cosmosdb.settings import client_options, parse_connection_string
 
@@ -121,6 +122,13 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
 
     async def _get_container(self) -> Any:
         self._check_open()
+        if self.loop is not None and self.loop.is_closed():
+            # Its client's connections belong to that loop: they cannot serve another one.
+            raise CosmosSaverClosedError(
+                "this AsyncCosmosDBSaver belongs to an event loop that has been closed (a "
+                "finished asyncio.run()); build a new saver inside the running loop, e.g. "
+                "`async with AsyncCosmosDBSaver.from_conn_string(...) as saver:`"
+            )
         if self._container is not None:
             return self._container
         if self.loop is None:
