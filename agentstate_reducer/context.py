@@ -55,6 +55,8 @@ class ReduceContext:
     _requests: list[SummaryRequest] = field(default_factory=list, init=False)
     _originals: dict[int, Any] = field(default_factory=dict, init=False)
     _rewrites: list[Any] = field(default_factory=list, init=False)
+    _elsewhere: set[int] = field(default_factory=set, init=False)
+    """Blocks folded that were not in the list (so no caller removes them from it)."""
 
     def __post_init__(self) -> None:
         self.messages = list(self.original)
@@ -111,12 +113,32 @@ class ReduceContext:
         if summarize:
             # The block goes first after the kept first message: it stands for what came
             # before everything the window keeps (a mid-list system message, the question).
-            self._requests.append(_request(start, folded, pruned))
+            self._requests.append(self._summary_request(start, folded, pruned))
         if folded:
             self._rebuild()
         else:
             state.prune(end)
         return pruned
+
+    def _summary_request(
+        self, position: int, folded: list[Any], pruned: list[Any]
+    ) -> SummaryRequest:
+        """The request for a summarising prune, leaving out pruned messages the folded
+        block already summarises (they still leave the list and reach the hooks)."""
+        summaries = self.reducer.summaries
+        newer = summaries.newer_than(namespace_key(self.namespace), folded, pruned)
+        if newer is not None:
+            # The list holds older versions of the conversation's summary (a subgraph's list
+            # from before its parent folded): they leave, and the newest one is folded.
+            self.folded_summaries.extend(folded)
+            self._elsewhere.add(id(newer))
+            folded = [newer]
+        if folded:
+            covered = summaries.covered(folded, pruned)
+            pruned = [m for i, m in enumerate(pruned) if i not in covered]
+            if not pruned and len(folded) == 1:
+                return SummaryRequest(position, [], [], made=folded[0])  # nothing new
+        return _request(position, folded, pruned)
 
     # -- running the policy ----------------------------------------------------------------
 
@@ -163,8 +185,8 @@ class ReduceContext:
             self.summary = text
         if not self.reducer.config.inject_summary:
             return
-        mine = {id(m) for m in self.summary_messages}
-        self.folded_summaries.extend(m for m in request.folded if id(m) not in mine)
+        skip = {id(m) for m in self.summary_messages} | self._elsewhere
+        self.folded_summaries.extend(m for m in request.folded if id(m) not in skip)
         if request.made is not None:
             block = [request.made]
             self.summary_messages = block
@@ -173,6 +195,8 @@ class ReduceContext:
         else:
             block = self.reducer.summaries.block(text, request, self.messages)
             self.summary_messages = block
+            if len(block) == 1:
+                self.reducer.summaries.remember_latest(namespace_key(self.namespace), block[0])
         at = request.position
         self.messages = self.messages[:at] + block + self.messages[at:]
         self._rebuild()

@@ -30,7 +30,7 @@ from .hooks import (
 )
 from .messages import MessageView, read_view, view_of
 from .planner import PlanLimits, PlanState, plan_prune
-from .policy import DropOldest, ReductionStep, default_policy
+from .policy import ReductionStep, default_policy
 from .result import ReducerResult
 from .summary import RunningSummary, SummaryMemory
 from .tokens import TokenCounter
@@ -90,11 +90,6 @@ class MessageReducer:
             tuple(config.policy)
             if config.policy is not None
             else default_policy(config.summarize_fn is not None)
-        )
-        # The policy for lists another list's summary already covers (LangGraph subgraph
-        # checkpoints): prune the same way, but make no summary of their own.
-        self._window_policy = tuple(
-            DropOldest() if getattr(step, "summarizes", False) else step for step in self._policy
         )
         self._count_tokens = TokenCounter(config.token_counter) if config.token_mode else None
         self._delivery = HookDelivery(
@@ -296,35 +291,6 @@ class MessageReducer:
         if self._config.mode == "validate":
             return self.validate(combined)
         return await adrive(self._reduce(combined, where, namespace, self._policy, on_prune_error))
-
-    def _reduce_unsummarized(
-        self,
-        existing: Sequence[Any],
-        new: Sequence[Any],
-        namespace: Any,
-        *,
-        on_prune_error: OnPruneError,
-    ) -> ReducerResult:
-        """:meth:`reduce` with every summarising step pruning as ``DropOldest`` instead: for a
-        list whose messages another list summarises (see ``CheckpointReduction``)."""
-        combined, where = _combine(existing, new)
-        if self._config.mode == "validate":
-            return self.validate(combined)
-        return drive(self._reduce(combined, where, namespace, self._window_policy, on_prune_error))
-
-    async def _areduce_unsummarized(
-        self,
-        existing: Sequence[Any],
-        new: Sequence[Any],
-        namespace: Any,
-        *,
-        on_prune_error: OnPruneError,
-    ) -> ReducerResult:
-        combined, where = _combine(existing, new)
-        if self._config.mode == "validate":
-            return self.validate(combined)
-        effects = self._reduce(combined, where, namespace, self._window_policy, on_prune_error)
-        return await adrive(effects)
 
     def apply_step(
         self,

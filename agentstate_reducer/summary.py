@@ -337,26 +337,72 @@ class RunningSummary:
         self._factory_size: int | None = None
         self.outage = Outage(config.retry_backoff)
         """After ``summarize_fn`` fails, it is not called again for a while (see Outage)."""
-        # The ids of the blocks each block made here folded (bounded, newest kept): a list
-        # merged back from before a fold (a subgraph resumed after an interrupt returns the
-        # list it started with) brings an old block next to the one that replaced it.
-        self._folded_by: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        # What each block made here summarised: the ids of the blocks it folded and the
+        # fingerprints of the messages it pruned (bounded, newest kept). A list merged back
+        # from before a fold (a subgraph resumed after an interrupt returns the list it
+        # started with) brings old blocks and already summarised messages next to the block
+        # that covers them; they leave with it instead of being summarised twice.
+        self._lineage: OrderedDict[str, tuple[tuple[str, ...], frozenset[str]]] = OrderedDict()
+        # The newest block per conversation: a subgraph sharing its parent's messages
+        # prunes the list the parent had before its fold; that block already says it.
+        self._latest: OrderedDict[Hashable, Any] = OrderedDict()
         self._lineage_lock = threading.Lock()
+
+    def remember_latest(self, namespace_key: Hashable, block: Any) -> None:
+        """Record ``block`` as the newest summary of the conversation ``namespace_key``."""
+        with self._lineage_lock:
+            self._latest[namespace_key] = block
+            self._latest.move_to_end(namespace_key)
+            while len(self._latest) > SUMMARY_MEMORY:
+                self._latest.popitem(last=False)
+
+    def newer_than(
+        self, namespace_key: Hashable, folded: Sequence[Any], pruned: Sequence[Any]
+    ) -> Any:
+        """The conversation's newest block, when it is the summary of this same prune made
+        on a sibling list (a subgraph's): every block of ``folded`` was folded into it, and
+        everything it summarises is in ``folded`` or ``pruned``. Else None: a fork from an
+        older checkpoint keeps its own summary (the newest one speaks of messages it never
+        had), and another conversation never gets text about messages it does not hold."""
+        with self._lineage_lock:
+            latest = self._latest.get(namespace_key)
+        if latest is None or id_of(latest) in {id_of(b) for b in folded}:
+            return None
+        if any(isinstance(m, dict) != isinstance(latest, dict) for m in (*folded, *pruned)):
+            return None  # a block of the other list kind
+        older, says = self._walk([latest])
+        if not says or not all(id_of(b) in older for b in folded):
+            return None
+        _, held = self._walk(folded)
+        return latest if says <= held | set(map(fingerprint, pruned)) else None
+
+    def _walk(self, blocks: Sequence[Any]) -> tuple[set[str], set[str]]:
+        """The block ids and message fingerprints ``blocks`` cover, through every fold."""
+        blocks_seen: set[str] = set()
+        messages_seen: set[str] = set()
+        with self._lineage_lock:
+            todo = [i for i in map(id_of, blocks) if isinstance(i, str)]
+            while todo:
+                block_id = todo.pop()
+                folded, pruned = self._lineage.get(block_id, ((), frozenset()))
+                messages_seen.update(pruned)
+                for older in folded:
+                    if older not in blocks_seen:
+                        blocks_seen.add(older)
+                        todo.append(older)
+        return blocks_seen, messages_seen
 
     def superseded(self, blocks: Sequence[Any]) -> set[int]:
         """Indexes of ``blocks`` already folded into another of ``blocks`` (by this reducer,
         in this process): their text is in that block, so they are not summarised again."""
-        ids = [id_of(block) for block in blocks]
-        older: set[str] = set()
-        with self._lineage_lock:
-            for block_id in ids:
-                todo = list(self._folded_by.get(block_id, ())) if isinstance(block_id, str) else []
-                while todo:
-                    ancestor = todo.pop()
-                    if ancestor not in older:
-                        older.add(ancestor)
-                        todo.extend(self._folded_by.get(ancestor, ()))
-        return {i for i, block_id in enumerate(ids) if block_id in older}
+        older, _ = self._walk(blocks)
+        return {i for i, block in enumerate(blocks) if id_of(block) in older}
+
+    def covered(self, blocks: Sequence[Any], pruned: Sequence[Any]) -> set[int]:
+        """Indexes of ``pruned`` messages ``blocks`` already summarise, as they are now (an
+        edited message has another fingerprint, so it is summarised again)."""
+        _, seen = self._walk(blocks)
+        return {i for i, message in enumerate(pruned) if fingerprint(message) in seen}
 
     def summary_for(self, request: SummaryRequest, namespace_key: Hashable) -> Effects[str | None]:
         """The summary of ``request``: one ``summarize_fn`` call, or the one remembered.
@@ -400,12 +446,11 @@ class RunningSummary:
         """The summary block for ``text``, in the kind ``messages`` hold, with its id."""
         block_id = summary_id(request.folded, request.pruned)
         folded_ids = tuple(i for i in map(id_of, request.folded) if isinstance(i, str))
-        if folded_ids:
-            with self._lineage_lock:
-                self._folded_by[block_id] = folded_ids
-                self._folded_by.move_to_end(block_id)
-                while len(self._folded_by) > SUMMARY_MEMORY:
-                    self._folded_by.popitem(last=False)
+        with self._lineage_lock:
+            self._lineage[block_id] = (folded_ids, frozenset(map(fingerprint, request.pruned)))
+            self._lineage.move_to_end(block_id)
+            while len(self._lineage) > SUMMARY_MEMORY:
+                self._lineage.popitem(last=False)
         factory = self._config.summary_message_factory
         sample = messages or request.messages
         if factory is not None:

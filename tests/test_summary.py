@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentstate_reducer import MessageReducer, ReducerConfig, SummaryError
@@ -402,3 +402,86 @@ def test_a_summary_block_anywhere_in_the_list_is_folded() -> None:
     result = reducer.reduce(moved)
     assert [i for i, m in enumerate(result.surviving) if is_summary(m)] == [1]
     assert result.folded_summaries == [block] and summarize.calls[-1][0] is block
+
+
+def _merge_by_id(base: list[dict[str, Any]], update: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``add_messages``' merge for dicts: an id already there is replaced, a new one appended."""
+    merged = list(base)
+    where = {m["id"]: i for i, m in enumerate(merged)}
+    for message in update:
+        if message["id"] in where:
+            merged[where[message["id"]]] = message
+        else:
+            where[message["id"]] = len(merged)
+            merged.append(message)
+    return merged
+
+
+@settings(max_examples=80, deadline=None)
+@example(  # the subgraph's steps prune what the parent then prunes on its own list
+    turns=2, sibling_steps=[0, 3, *[0] * 10], resumes=[False] * 12, replies=[1, 2, *[0] * 10]
+)
+@given(
+    turns=st.integers(min_value=2, max_value=12),
+    sibling_steps=st.lists(st.integers(min_value=0, max_value=3), min_size=12, max_size=12),
+    resumes=st.lists(st.booleans(), min_size=12, max_size=12),
+    replies=st.lists(st.integers(min_value=0, max_value=2), min_size=12, max_size=12),
+)
+def test_sibling_lists_summarise_every_message_once(
+    turns: int, sibling_steps: list[int], resumes: list[bool], replies: list[int]
+) -> None:
+    """A parent graph and a subgraph sharing its messages, reduced by one reducer at each
+    put, modelled on lists: a run loads the stored list and appends the question; the
+    subgraph starts from the run's list (not reduced in memory) and adds steps; what it
+    returns (its in-memory list, or after an interrupt its stored, reduced one) is merged
+    by id, and the parent stores that. Whatever the interleaving, ``summarize_fn`` receives
+    every message at most once and at most one earlier summary."""
+    seen: list[str] = []
+    priors: list[int] = []
+
+    def summarize(messages: list[Any]) -> str:
+        priors.append(sum(map(is_summary, messages)))
+        seen.extend(m["id"] for m in messages if not is_summary(m))
+        return f"summary {len(priors)}"
+
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=3,
+            max_messages=5,
+            preserve_first=False,
+            summarize_fn=summarize,
+            inject_summary=True,
+        )
+    )
+
+    def put(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return reducer.reduce(existing=messages, namespace="conversation").surviving
+
+    stored: list[dict[str, Any]] = []
+    for turn in range(turns):
+        live = [*stored, {"role": "user", "content": f"q{turn}", "id": f"q{turn}"}]
+        stored = put(live)
+        for i in range(replies[turn]):  # the parent's own nodes answer first, each a put
+            reply = {"role": "assistant", "content": f"reply {turn}.{i}", "id": f"r{turn}.{i}"}
+            live, stored = [*live, reply], put([*stored, reply])
+        steps = [
+            {"role": "assistant", "content": f"step {turn}.{i}", "id": f"s{turn}.{i}"}
+            for i in range(sibling_steps[turn])
+        ]
+        sub_live = [*live, *steps]
+        # The subgraph's own puts: its input, then each of its steps on its reduced list.
+        sub_stored = put(live)
+        for step in steps:
+            sub_stored = put([*sub_stored, step])
+        if resumes[turn]:
+            # Resumed after an interrupt: the parent reloads its stored list and the subgraph
+            # returns its stored one, which may keep what the parent pruned and its own block.
+            live, returned = stored, sub_stored
+        else:
+            returned = sub_live
+        merged = _merge_by_id(live, returned)
+        # The wrapper stores the reduced list plus what the run added since its last put.
+        stored = put([*stored, *merged[len(live) :]])
+        assert sum(map(is_summary, stored)) <= 2  # a stale block leaves at the next fold
+    assert len(seen) == len(set(seen)), "a message was summarised twice"
+    assert max(priors, default=0) <= 1

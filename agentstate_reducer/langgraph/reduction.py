@@ -101,10 +101,6 @@ class _PendingReduce(NamedTuple):
     new: list[Any]
     changed: bool
     namespace: Any
-    in_subgraph: bool
-    """A subgraph's checkpoint (a ``checkpoint_ns`` below the root): its list shares the
-    parent's messages, which the parent's reduce summarises, so it is pruned without a
-    summary of its own (two summaries of one conversation would fold into each other)."""
 
 
 class CheckpointReduction:
@@ -223,10 +219,9 @@ class CheckpointReduction:
             # Always "keep": the stored list is the retry buffer, never the reducer's memory,
             # so a failed hand-off is retried from storage whatever the mode; "raise" then
             # fails the put as well.
-            reduce = (
-                self._reducer._reduce_unsummarized if outcome.in_subgraph else self._reducer.reduce
+            result = self._reducer.reduce(
+                outcome.existing, outcome.new, outcome.namespace, on_prune_error="keep"
             )
-            result = reduce(outcome.existing, outcome.new, outcome.namespace, on_prune_error="keep")
             self._raise_if_asked(result)
             outcome = _reduced(outcome, result)
         return self._finish(put, *outcome)
@@ -255,12 +250,7 @@ class CheckpointReduction:
             return checkpoint
         outcome = self._settle(put)
         if isinstance(outcome, _PendingReduce):
-            areduce = (
-                self._reducer._areduce_unsummarized
-                if outcome.in_subgraph
-                else self._reducer.areduce
-            )
-            result = await areduce(
+            result = await self._reducer.areduce(
                 outcome.existing, outcome.new, outcome.namespace, on_prune_error="keep"
             )
             self._raise_if_asked(result)
@@ -323,8 +313,7 @@ class CheckpointReduction:
             # A list the limits cannot prune (count mode, at most max_messages) is stored
             # as it is, without the plan reading every message: the hot path.
             return (existing + new if new else existing), changed
-        in_subgraph = bool(put.chain[1])
-        return _PendingReduce(existing, new, changed, self.namespace(put.config), in_subgraph)
+        return _PendingReduce(existing, new, changed, self.namespace(put.config))
 
     def _finish(self, put: _Put, reduced: list[Any], changed: bool) -> Checkpoint:
         """Choose the version the list is stored under, remember the put, build the result."""
