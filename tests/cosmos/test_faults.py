@@ -339,3 +339,5 @@ def test_an_async_saver_used_after_its_event_loop_closed_says_so(
     stored = asyncio.run(first())
     with pytest.raises(CosmosSaverClosedError, match="event loop that has been closed"):
         asyncio.run(saver.aget_tuple(stored))
+    with pytest.raises(CosmosSaverClosedError, match="event loop that has been closed"):
+        saver.get_tuple(stored)  # the sync methods too

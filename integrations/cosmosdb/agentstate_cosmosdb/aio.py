@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncCosmosDBSaver"]
 
+_LOOP_CLOSED = (
+    "this AsyncCosmosDBSaver belongs to an event loop that has been closed (a finished "
+    "asyncio.run()); build a new saver inside the running loop, e.g. "
+    "`async with AsyncCosmosDBSaver.from_conn_string(...) as saver:`"
+)
+
 
 class AsyncCosmosDBSaver(BaseCosmosDBSaver):
     """Store LangGraph checkpoints in Azure Cosmos DB with ``azure.cosmos.aio``, natively async.
@@ -124,11 +130,7 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
         self._check_open()
         if self.loop is not None and self.loop.is_closed():
             # Its client's connections belong to that loop: they cannot serve another one.
-            raise CosmosSaverClosedError(
-                "this AsyncCosmosDBSaver belongs to an event loop that has been closed (a "
-                "finished asyncio.run()); build a new saver inside the running loop, e.g. "
-                "`async with AsyncCosmosDBSaver.from_conn_string(...) as saver:`"
-            )
+            raise CosmosSaverClosedError(_LOOP_CLOSED)
         if self._container is not None:
             return self._container
         if self.loop is None:
@@ -373,6 +375,8 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
 
     def _loop_for_sync_call(self) -> asyncio.AbstractEventLoop:
         loop = self.loop
+        if loop is not None and loop.is_closed():
+            raise CosmosSaverClosedError(_LOOP_CLOSED)
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
