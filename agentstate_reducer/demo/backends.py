@@ -205,6 +205,12 @@ def _secrets(params: dict[str, Any]) -> list[str]:
     return [str(params[name]) for name in _SECRET_PARAMETERS if params.get(name)]
 
 
+def _first_line(exc: BaseException, secrets: Sequence[str]) -> str:
+    """The first line of a driver error (or its type), with every secret scrubbed."""
+    text = str(exc).strip()
+    return _scrub(text.splitlines()[0] if text else type(exc).__name__, secrets)
+
+
 def _scrub(text: str, secrets: Sequence[str]) -> str:
     """``text`` with every secret replaced, for driver messages that might quote one."""
     for secret in secrets:
@@ -334,8 +340,7 @@ def _postgres_backend(url: str) -> Iterator[Backend]:
             **connect_kwargs(url),
         )
     except psycopg.Error as exc:
-        text = str(exc).strip()
-        reason = _scrub(text.splitlines()[0] if text else type(exc).__name__, secrets)
+        reason = _first_line(exc, secrets)
         raise DemoError(
             f"cannot connect to PostgreSQL at {where}: {reason}; check that the server is "
             "running and that the host, port, user, password and database are right"
@@ -364,8 +369,7 @@ def _postgres_backend(url: str) -> Iterator[Backend]:
         except psycopg.Error as exc:
             # During the run: a lock another session holds (lock_timeout), a statement cut
             # off (statement_timeout), the server gone. One line, the password scrubbed.
-            text = str(exc).strip()
-            reason = _scrub(text.splitlines()[0] if text else type(exc).__name__, secrets)
+            reason = _first_line(exc, secrets)
             raise DemoError(
                 f"PostgreSQL at {where} stopped the demo: {reason}; if another session "
                 "holds a lock on LangGraph's checkpoint tables, end it and run again"
