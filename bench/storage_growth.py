@@ -12,7 +12,10 @@ thread holds are summed from the saver's own tables:
   compression and indexes) in a schema of its own.
 
 Bare storage grows with the square of the turns (every checkpoint holds the whole
-history); wrapped storage grows in a line (every checkpoint holds at most 40 messages).
+history); wrapped storage grows in a line (every checkpoint holds at most 40 messages);
+wrapped with ``keep_checkpoints=20`` (PostgreSQL) it saw-tooths under a flat ceiling (the
+wrapper prunes the thread every 20 puts), so that column shows the peak since the previous
+mark.
 The ``x`` columns show the growth since the previous mark: about 4 for a square, 2 for a
 line, as the turns double.
 
@@ -65,23 +68,41 @@ def chat_graph(saver: BaseCheckpointSaver[Any]) -> Any:
 
 
 def run(
-    saver: BaseCheckpointSaver[Any], marks: list[int], measure: Callable[[], tuple[int, int]]
+    saver: BaseCheckpointSaver[Any],
+    marks: list[int],
+    measure: Callable[[], tuple[int, int]],
+    *,
+    peak: bool = False,
 ) -> list[tuple[int, int, float]]:
-    """Turns up to the last mark; (payload bytes, on-disk bytes, seconds) at each mark."""
+    """Turns up to the last mark; (payload bytes, on-disk bytes, seconds) at each mark.
+
+    ``peak``: measure after every turn and report the largest since the previous mark (a
+    thread pruned every N puts saw-tooths; its peak is what it really needs).
+    """
     graph = chat_graph(saver)
     config = {"configurable": {"thread_id": THREAD}}
     out = []
+    high = (0, 0)
     began = time.perf_counter()
     for turn in range(1, marks[-1] + 1):
         graph.invoke({"messages": [HumanMessage(f"question {turn}: {sentence(turn)}")]}, config)
-        if turn in marks:
+        if peak or turn in marks:
             payload, disk = measure()
-            out.append((payload, disk, time.perf_counter() - began))
+            high = (max(high[0], payload), max(high[1], disk))
+        if turn in marks:
+            out.append((*(high if peak else (payload, disk)), time.perf_counter() - began))
+            high = (0, 0)
     return out
 
 
-def wrap(saver: BaseCheckpointSaver[Any]) -> BaseCheckpointSaver[Any]:
-    return ReducingCheckpointSaver(saver, MessageReducer(min_messages=20, max_messages=40))
+KEEP = 20
+"""Checkpoints per thread the ``kept`` runs keep (``keep_checkpoints``, PostgreSQL only:
+its saver has the ``prune`` the option needs; SQLite's has none)."""
+
+
+def wrap(saver: BaseCheckpointSaver[Any], keep: int | None = None) -> BaseCheckpointSaver[Any]:
+    reducer = MessageReducer(min_messages=20, max_messages=40)
+    return ReducingCheckpointSaver(saver, reducer, keep_checkpoints=keep)
 
 
 SQLITE_BYTES = """
@@ -157,20 +178,30 @@ def _mb(n: int) -> str:
 
 
 def report(
-    backend: str, marks: list[int], bare: list[Any], wrapped: list[Any], disk: bool
+    backend: str,
+    marks: list[int],
+    bare: list[Any],
+    wrapped: list[Any],
+    disk: bool,
+    kept: list[Any] | None = None,
 ) -> float:
     """Print the table; return bare / wrapped bytes at the last mark."""
+    column = 1 if disk else 0
     what = "on disk" if disk else "payload"
     print(f"\n{backend} ({what} bytes of one thread)")
-    print(f"{'turns':>6} {'bare':>12} {'x':>5} {'wrapped':>12} {'x':>5} {'bare/wrapped':>13}")
+    header = f"{'turns':>6} {'bare':>12} {'x':>5} {'wrapped':>12} {'x':>5} {'bare/wrapped':>13}"
+    print(header + (f" {f'keep {KEEP} peak':>14} {'x':>5}" if kept is not None else ""))
     for i, turns in enumerate(marks):
-        b = bare[i][1 if disk else 0]
-        w = wrapped[i][1 if disk else 0]
-        bx = f"{b / bare[i - 1][1 if disk else 0]:.1f}" if i else ""
-        wx = f"{w / wrapped[i - 1][1 if disk else 0]:.1f}" if i else ""
-        print(f"{turns:>6} {_mb(b):>12} {bx:>5} {_mb(w):>12} {wx:>5} {b / w:>12.1f}x")
+        b, w = bare[i][column], wrapped[i][column]
+        bx = f"{b / bare[i - 1][column]:.1f}" if i else ""
+        wx = f"{w / wrapped[i - 1][column]:.1f}" if i else ""
+        line = f"{turns:>6} {_mb(b):>12} {bx:>5} {_mb(w):>12} {wx:>5} {b / w:>12.1f}x"
+        if kept is not None:
+            k = kept[i][column]
+            kx = f"{k / kept[i - 1][column]:.1f}" if i else ""
+            line += f" {_mb(k):>14} {kx:>5}"
+        print(line)
     print(f"  time for {marks[-1]} turns: bare {bare[-1][2]:.1f} s, wrapped {wrapped[-1][2]:.1f} s")
-    column = 1 if disk else 0
     return float(bare[-1][column] / wrapped[-1][column])
 
 
@@ -212,12 +243,19 @@ def main() -> None:
             bare = run(saver, marks, measure)
         with postgres_saver(args.postgres_url) as (saver, measure):
             wrapped = run(wrap(saver), marks, measure)
+        with postgres_saver(args.postgres_url) as (saver, measure):
+            kept = run(wrap(saver, keep=KEEP), marks, measure, peak=True)
     except Exception as exc:  # a bench without a server still reports SQLite
         print(f"\nPostgreSQL skipped: {type(exc).__name__}: {exc}")
         print_result(ratios, args.quick)
         return
     ratios[f"PostgreSQL: bare / wrapped bytes at {marks[-1]} turns"] = report(
-        "PostgreSQL", marks, bare, wrapped, disk=False
+        "PostgreSQL", marks, bare, wrapped, disk=False, kept=kept
+    )
+    # Flat is 1.0: the most a thread keeping its newest N checkpoints ever stores, late in
+    # the chat against early on.
+    ratios[f"PostgreSQL keep {KEEP}: peak bytes by {marks[-1]} / by {marks[0]} turns"] = (
+        kept[-1][0] / kept[0][0]
     )
     ratios[f"PostgreSQL on disk: bare / wrapped at {marks[-1]} turns"] = report(
         "PostgreSQL", marks, bare, wrapped, disk=True
