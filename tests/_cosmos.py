@@ -20,6 +20,19 @@ from typing import Any
 import pytest
 
 
+def import_published_saver() -> Any:
+    """The published ``langgraph-checkpoint-cosmosdb`` 0.4 package (a dev dependency, to
+    test against threads it wrote): under ``CI=true`` it must be there (an ImportError
+    fails), elsewhere its tests are skipped without it."""
+    if os.environ.get("CI", "").lower() == "true":
+        import langgraph_checkpoint_cosmosdb
+
+        return langgraph_checkpoint_cosmosdb
+    return pytest.importorskip(
+        "langgraph_checkpoint_cosmosdb", reason="pip install --group test (the published saver)"
+    )
+
+
 def _load_server_module() -> Any:
     name = "agentstate_cosmos_test_server"
     if name in sys.modules:
@@ -86,10 +99,7 @@ def published_cosmos_env(
     """``cosmos_env``, and a container holding one thread written by the published
     ``langgraph-checkpoint-cosmosdb`` 0.4 saver (a one-node graph run once), named by
     ``OLD_COSMOSDB_DATABASE`` and ``OLD_COSMOSDB_CONTAINER``: the migration example's source."""
-    if os.environ.get("CI", "").lower() == "true":
-        import langgraph_checkpoint_cosmosdb as published
-    else:
-        published = pytest.importorskip("langgraph_checkpoint_cosmosdb")
+    published = import_published_saver()
     from langchain_core.messages import AIMessage
     from langgraph.graph import START, MessagesState, StateGraph
 

@@ -17,14 +17,13 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 
+from tests._cosmos import import_published_saver
+
 from .conftest import DATABASE, CosmosTestServer, new_container, saver_kwargs
 
 pytestmark = pytest.mark.cosmos
 
-if os.environ.get("CI", "").lower() == "true":
-    import langgraph_checkpoint_cosmosdb as published
-else:
-    published = pytest.importorskip("langgraph_checkpoint_cosmosdb")
+published = import_published_saver()
 
 
 def chat_graph(saver: Any) -> Any:

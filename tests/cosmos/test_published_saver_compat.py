@@ -3,7 +3,6 @@ as the seed README shows it."""
 
 from __future__ import annotations
 
-import os
 import warnings
 from typing import Any
 
@@ -12,16 +11,13 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from agentstate_reducer import MessageReducer, PruneHookError, ReducerConfig
+from tests._cosmos import import_published_saver
 
 from .conftest import CosmosTestServer, new_container
 
 pytestmark = pytest.mark.cosmos
 
-# A dev dependency: CI must have it; elsewhere the test is skipped without it.
-if os.environ.get("CI", "").lower() == "true":
-    import langgraph_checkpoint_cosmosdb as published
-else:
-    published = pytest.importorskip("langgraph_checkpoint_cosmosdb")
+published = import_published_saver()
 
 
 def _published_graph(reducer: MessageReducer) -> Any:
