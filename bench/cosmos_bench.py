@@ -148,27 +148,35 @@ class Workload:
         return {"ms": ms, "requests": self.stats.total() / reps, "checkpoints": self.checkpoints}
 
 
-def make_saver(name: str, container: str, ca_file: str) -> Any:
-    if name in ("ours", "ours-inline"):
+def contender_saver(name: str, database: str, container: str, ca_file: str, **ours: Any) -> Any:
+    """The saver of contender ``name``: ours (``ours`` are its extra arguments) for any name
+    starting with ``ours``, else a peer's (which read the endpoint and key from the
+    environment, as their READMEs say)."""
+    if name.startswith("ours"):
         from agentstate_cosmosdb import CosmosDBSaver
 
         return CosmosDBSaver(
-            DATABASE,
+            database,
             container,
             endpoint=os.environ["COSMOSDB_ENDPOINT"],
             credential=os.environ["COSMOSDB_KEY"],
             connection_verify=ca_file,
-            max_workers=1 if name == "ours-inline" else 8,
+            **ours,
         )
     if name == "lcc":
         from langgraph_checkpoint_cosmosdb import CosmosDBSaver as PeerSaver
 
-        return PeerSaver(DATABASE, container)
+        return PeerSaver(database, container)
     if name == "lac":
         from langchain_azure_cosmosdb import CosmosDBSaverSync
 
-        return CosmosDBSaverSync(DATABASE, container)
+        return CosmosDBSaverSync(database, container)
     raise ValueError(f"unknown contender {name!r}")
+
+
+def make_saver(name: str, container: str, ca_file: str) -> Any:
+    workers = 1 if name == "ours-inline" else 8
+    return contender_saver(name, DATABASE, container, ca_file, max_workers=workers)
 
 
 def worker(name: str, ca_file: str) -> None:

@@ -40,7 +40,13 @@ from typing import Annotated, Any, TypedDict
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from cosmos_bench import Worker, _load_server_module, _peer_requirements, _skip  # noqa: E402
+from cosmos_bench import (  # noqa: E402
+    Worker,
+    _load_server_module,
+    _peer_requirements,
+    _skip,
+    contender_saver,
+)
 
 DATABASE = "cost"
 WINDOW = 40
@@ -111,28 +117,12 @@ def build_graph(saver: Any, bounded: bool) -> Any:
 
 
 def make_saver(name: str, container: str, ca_file: str) -> Any:
-    if name in ("ours", "ours-raw"):
-        from agentstate_cosmosdb import CosmosDBSaver
-
-        saver = CosmosDBSaver(
-            DATABASE,
-            container,
-            endpoint=os.environ["COSMOSDB_ENDPOINT"],
-            credential=os.environ["COSMOSDB_KEY"],
-            connection_verify=ca_file,
-            compression="auto" if name == "ours" else None,
-        )
-        saver.setup()
-        return saver
-    if name == "lcc":
-        from langgraph_checkpoint_cosmosdb import CosmosDBSaver as PeerSaver
-
-        return PeerSaver(DATABASE, container)
-    if name == "lac":
-        from langchain_azure_cosmosdb import CosmosDBSaverSync
-
-        return CosmosDBSaverSync(DATABASE, container)
-    raise ValueError(f"unknown contender {name!r}")
+    if not name.startswith("ours"):
+        return contender_saver(name, DATABASE, container, ca_file)
+    compression = "auto" if name == "ours" else None
+    saver = contender_saver(name, DATABASE, container, ca_file, compression=compression)
+    saver.setup()
+    return saver
 
 
 def worker(name: str, ca_file: str) -> None:
