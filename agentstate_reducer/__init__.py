@@ -8,7 +8,7 @@ message objects, with no required dependency. LangGraph support lives in
 from typing import Any
 
 from .config import DEFAULT_NAMESPACE_KEY, ReducerConfig, RememberFn
-from .errors import BackgroundHookError, PruneHookError, ReducerError, SummaryError
+from .errors import BackgroundHookError, PruneHookError, ReducerError, StepError, SummaryError
 from .hooks import Background
 from .reducer import MessageReducer
 from .result import ReducerResult
@@ -26,6 +26,7 @@ __all__ = [
     "ReducerError",
     "ReducerResult",
     "RememberFn",
+    "StepError",
     "SummaryError",
     "__version__",
     "estimate_tokens",

@@ -13,13 +13,16 @@ block leaves the list over its limit, more is pruned and folded into a further r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import inspect
+import logging
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._calls import Effects
-from .hooks import namespace_key
-from .messages import SUMMARY_HEADER, content_of, id_of
+from ._calls import Call, Effects
+from .errors import StepError
+from .hooks import hook_name, namespace_key
+from .messages import SUMMARY_HEADER, content_of, id_of, view_of
 from .planner import PlanState
 from .policy import ReductionStep, StepReport
 from .result import ReducerResult
@@ -27,6 +30,8 @@ from .summary import SummaryRequest, summary_id
 
 if TYPE_CHECKING:
     from .reducer import MessageReducer
+
+logger = logging.getLogger("agentstate_reducer.reducer")
 
 #: How many times one reduce prunes further to make room for a summary block that came
 #: out larger than the room planned for it.
@@ -44,8 +49,12 @@ class ReduceContext:
     original: list[Any]
     state: PlanState
     namespace: Any
+    view: bool = False
+    """Only bound what a model sees: no summary, no hand-off (``MessageReducer.view``)."""
+    keep_going: bool = False
+    """A failing call of a step (``on_prune_error="keep"``) stops that step, not the reduce."""
     messages: list[Any] = field(init=False)
-    target: int = field(init=False)
+    target: int | None = field(init=False)
     pruned: list[Any] = field(default_factory=list, init=False)
     summary: str | None = field(default=None, init=False)
     summary_messages: list[Any] = field(default_factory=list, init=False)
@@ -62,29 +71,118 @@ class ReduceContext:
         self.messages = list(self.original)
         limits = self.reducer.limits
         target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
-        self.target = target or 0
+        self.target = target
         self.tokens_before = self.state.total
 
-    # -- StepContext ---------------------------------------------------------------------
+    # -- StepContext: reading ------------------------------------------------------------
+
+    @property
+    def tokens(self) -> Sequence[int]:
+        """One token count per message (zeros in count mode)."""
+        return self.state.tokens if self.token_mode else [0] * len(self.messages)
+
+    @property
+    def total(self) -> int:
+        return self.state.total
+
+    @property
+    def token_mode(self) -> bool:
+        return self.reducer.limits.max_tokens is not None
+
+    @property
+    def budget(self) -> int | None:
+        return self.reducer.limits.max_tokens
+
+    @property
+    def max_messages(self) -> int | None:
+        return None if self.token_mode else self.reducer.limits.max_messages
+
+    @property
+    def min_messages(self) -> int:
+        return self.reducer.limits.min_messages
+
+    def fits(self) -> bool:
+        return self.state.fits()
 
     def count(self, message: Any) -> int:
         """Tokens of one message (0 in count mode)."""
         return self.reducer._count_one(message)
 
+    def role(self, position: int) -> str:
+        return self.state.views[position].role
+
+    def is_summary(self, position: int) -> bool:
+        return self.state.views[position].summary
+
+    def can_drop(self, position: int) -> bool:
+        return self.state.can_drop(position)
+
+    def group(self, position: int) -> list[int]:
+        return self.state.group_of(position)
+
+    def newest_human(self) -> int | None:
+        return self.state.newest_human()
+
+    def turns(self) -> list[range]:
+        starts = self.state.turn_starts()
+        bounds = [*starts[1:], len(self.messages)]
+        return [range(a, b) for a, b in zip(starts, bounds, strict=True)]
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Call:
+        return Call(fn, args)
+
+    # -- StepContext: changing -----------------------------------------------------------
+
     def replace(self, position: int, message: Any) -> None:
         """Put a rewritten message (same role and tool links) at ``position``."""
-        from .messages import view_of
-
-        current = self.messages[position]
+        current = self.messages[self._position(position)]
+        view = view_of(message, f"the replacement for messages[{position}]")
+        self.state.replace(position, view, self.count(message))
         self._originals[id(message)] = self._original_of(current)
         self._rewrites.append(message)  # held, so its id stays unique
-        view = view_of(message, f"messages[{position}]")
-        self.state.replace(position, view, self.count(message))
         self.messages[position] = message
 
-    def drop(self, *, summarize: bool) -> list[Any]:
+    def insert(self, position: int, messages: Sequence[Any]) -> None:
+        """Insert new messages before ``position``."""
+        if position != len(self.messages):
+            self._position(position)
+        if position < self.state.start:
+            raise ValueError(
+                f"cannot insert at position {position}: the first message is kept "
+                "(preserve_first) and stays first"
+            )
+        if self.state.splits_group(position):
+            raise ValueError(
+                f"cannot insert at position {position}: it is between a tool call and one "
+                "of its results, which must stay together"
+            )
+        block = list(messages)
+        for index, message in enumerate(block):
+            view_of(message, f"inserted messages[{index}]")
+        self.messages = self.messages[:position] + block + self.messages[position:]
+        self._rebuild()
+
+    def drop(self, positions: Iterable[int], *, summarize: bool = False) -> list[Any]:
+        """Prune ``positions``, each with its tool group; see ``StepContext.drop``."""
+        state = self.state
+        gone: set[int] = set()
+        for position in positions:
+            self._position(position)
+            if not state.can_drop(position):
+                raise ValueError(
+                    f"cannot drop position {position}: it is {state.why_kept(position)}"
+                )
+            gone.update(state.group_of(position))
+        if not gone:
+            return []
+        inject = summarize and not self.view and self.reducer.config.inject_summary
+        folded_at = state.summary_positions(len(self.messages)) if inject else []
+        return self._take(sorted(gone), folded_at, summarize=summarize and not self.view)
+
+    def drop_oldest(self, *, summarize: bool = False) -> list[Any]:
         """Prune towards the target; with ``summarize``, ask for a summary of what goes
         (folding the summary block already in the list when the summary is injected)."""
+        summarize = summarize and not self.view
         inject = summarize and self.reducer.config.inject_summary
         state = self.state
         reserve = self.reducer.summaries.reserve(state, self.messages) if inject else 0
@@ -94,10 +192,33 @@ class ReduceContext:
         pruned_at = state.pruned_positions(end)
         if not pruned_at:
             return []
-        messages = self.messages
         # Every summary block is folded, also one outside the window: a list holds one
         # running summary (a subgraph's list merged into its parent's appends its block).
-        folded_at = state.summary_positions(len(messages)) if inject else []
+        folded_at = state.summary_positions(len(self.messages)) if inject else []
+        return self._take(pruned_at, folded_at, summarize=summarize, window_end=end)
+
+    def _position(self, position: int) -> int:
+        if not isinstance(position, int) or isinstance(position, bool):
+            raise TypeError(f"a position must be an int, got {position!r}")
+        if not 0 <= position < len(self.messages):
+            raise ValueError(
+                f"position {position} is out of range: the list has {len(self.messages)} "
+                "messages"
+            )
+        return position
+
+    def _take(
+        self,
+        pruned_at: list[int],
+        folded_at: list[int],
+        *,
+        summarize: bool,
+        window_end: int | None = None,
+    ) -> list[Any]:
+        """Remove the messages at ``pruned_at`` (and fold the summary blocks at
+        ``folded_at``), asking for a summary with ``summarize``."""
+        messages = self.messages
+        state = self.state
         gone = set(pruned_at).union(folded_at)
         start = state.start
         kept = [messages[p] for p in range(start, len(messages)) if p not in gone]
@@ -114,10 +235,10 @@ class ReduceContext:
             # The block goes first after the kept first message: it stands for what came
             # before everything the window keeps (a mid-list system message, the question).
             self._requests.append(self._summary_request(start, folded, pruned))
-        if folded:
+        if folded or window_end is None:
             self._rebuild()
         else:
-            state.prune(end)
+            state.prune(window_end)
         return pruned
 
     def _summary_request(
@@ -148,7 +269,17 @@ class ReduceContext:
             if self.state.fits():
                 break
             tokens, length = self.state.total, len(self.messages)
-            touched = step.apply(self)
+            error: StepError | None = None
+            try:
+                outcome = step.apply(self)
+                if inspect.isgenerator(outcome):
+                    outcome = yield from self._run_generator(step, outcome)
+            except StepError as exc:
+                if not self.keep_going:
+                    raise
+                logger.warning("%s; going on with the next step", exc)
+                error, outcome = exc, []
+            touched = _touched(step, outcome)
             yield from self._settle_summaries()
             self.reports.append(
                 StepReport(
@@ -158,8 +289,40 @@ class ReduceContext:
                     tokens_after=self.state.total,
                     messages_before=length,
                     messages_after=len(self.messages),
+                    error=error,
                 )
             )
+
+    def _run_generator(
+        self, step: ReductionStep, effects: Generator[Any, Any, Any]
+    ) -> Effects[Any]:
+        """Drive a generator step: each ``context.call`` it yields goes to the reduce's
+        driver; a call that raises is thrown into the step, and becomes a
+        :class:`StepError` if the step lets it out."""
+        try:
+            request = effects.send(None)
+            while True:
+                if not isinstance(request, Call):
+                    raise TypeError(
+                        f"step {step.id!r} yielded {request!r}; a step yields only "
+                        "context.call(fn, *args)"
+                    )
+                outcome = yield request
+                if outcome.error is None:
+                    request = effects.send(outcome.value)
+                    continue
+                try:
+                    request = effects.throw(outcome.error)
+                except Exception as exc:
+                    if exc is outcome.error:
+                        raise StepError(
+                            f"step {step.id!r}: {hook_name(request.fn)} raised "
+                            f"{type(exc).__name__}: {exc}",
+                            step=step.id,
+                        ) from exc
+                    raise
+        except StopIteration as stop:
+            return stop.value
 
     def _settle_summaries(self) -> Effects[None]:
         rounds = 0
@@ -178,7 +341,7 @@ class ReduceContext:
                 and self.reducer.config.inject_summary
                 and self.state.over_limit()
             ):
-                self.drop(summarize=True)  # the block took more room than planned
+                self.drop_oldest(summarize=True)  # the block took more room than planned
 
     def _inject(self, request: SummaryRequest, text: str | None) -> None:
         if text is not None:
@@ -235,6 +398,18 @@ class ReduceContext:
             tokens_before=self.tokens_before,
             tokens_after=self.state.total,
         )
+
+
+def _touched(step: ReductionStep, outcome: Any) -> list[Any]:
+    """What a step returned, as the list its report holds."""
+    if outcome is None:
+        return []
+    if isinstance(outcome, (str, bytes)) or not isinstance(outcome, Sequence):
+        raise TypeError(
+            f"step {step.id!r} returned {type(outcome).__name__}; apply() returns the list "
+            "of messages it touched (or None)"
+        )
+    return list(outcome)
 
 
 def _request(position: int, folded: list[Any], pruned: list[Any]) -> SummaryRequest:

@@ -4,6 +4,7 @@
 
     ReducerError                 base of everything below
     ├── SummaryError             summarize_fn raised or returned something unusable
+    ├── StepError                user code a policy step called (a compressor) failed
     └── PruneHookError           an on_prune hook failed to take messages
         └── BackgroundHookError  a Background hook keeps failing; its batches are kept
 
@@ -39,6 +40,22 @@ class SummaryError(ReducerError):
         super().__init__(message)
         self.pruned = list(pruned)
         self.waiting = waiting
+
+
+class StepError(ReducerError):
+    """User code a policy step called (a compressor, an embeddings model) raised.
+
+    With ``on_prune_error="raise"`` the reduce stops and nothing changes (nothing was
+    pruned or handed over); with ``"keep"`` the step stops, its report carries the error
+    (``result.steps[i].error``) and the policy goes on with the next step.
+
+    Attributes:
+        step: The id of the step.
+    """
+
+    def __init__(self, message: str, *, step: str) -> None:
+        super().__init__(message)
+        self.step = step
 
 
 class PruneHookError(ReducerError):

@@ -232,6 +232,69 @@ class PlanState:
         """Where the pruning window starts (1 when the first message is preserved)."""
         return self._start
 
+    def can_drop(self, position: int) -> bool:
+        """Whether ``position`` may leave the list: a human or ai message after the kept
+        first message, or a tool result linked to its call; never the newest human
+        message, a summary block, or a message of the newest ``keep_groups`` turns."""
+        return self._goes(position, self._pinned()) and position < self._kept_turns_start()
+
+    def why_kept(self, position: int) -> str:
+        """Why :meth:`can_drop` is False for ``position`` (for error messages)."""
+        view = self.views[position]
+        if position < self._start:
+            return "the first message, which preserve_first keeps"
+        if view.summary:
+            return "the summary block (a summarising drop folds it instead)"
+        if self._seq[position] == self._pinned():
+            return "the newest human message (the question being answered)"
+        if self._prunable[position] and position >= self._kept_turns_start():
+            return "in the newest keep_groups turns"
+        if view.role == TOOL:
+            return "a tool result whose call is not in the list (or cascade is off)"
+        return f"a {view.role} message, which pruning never removes"
+
+    def group_of(self, position: int) -> list[int]:
+        """The positions that leave the list together with ``position``: an ai message and
+        the tool results linked to it (ascending); just ``position`` otherwise."""
+        seq = self._seq
+        caller = self._caller_seq[position]
+        if caller == _NO_LINK:
+            caller = seq[position]
+            first = position
+        else:
+            first = bisect_left(seq, caller)
+            if first == len(seq) or seq[first] != caller:  # pragma: no cover - kept linked
+                return [position]
+        if caller not in self._last_result:
+            return [position]
+        last = bisect_left(seq, self._last_result[caller])
+        members = [first]
+        members += [p for p in range(first + 1, last + 1) if self._caller_seq[p] == caller]
+        return members
+
+    def splits_group(self, position: int) -> bool:
+        """Whether inserting before ``position`` would separate a tool call from one of its
+        results (a result at ``position`` or later whose call comes before it)."""
+        if position == 0:
+            return False
+        seq = self._seq
+        for later in range(position, len(seq)):
+            caller = self._caller_seq[later]
+            if caller != _NO_LINK and caller <= seq[position - 1]:
+                return True
+        return False
+
+    def newest_human(self) -> int | None:
+        """The position of the newest human message (never pruned), or None."""
+        pinned = self._pinned()
+        if pinned == _NO_LINK:
+            return None
+        return bisect_left(self._seq, pinned)
+
+    def turn_starts(self) -> list[int]:
+        """The positions where user turns start (human messages), oldest first."""
+        return [bisect_left(self._seq, s) for s in self._human_seqs]
+
     def pruned_positions(self, end: int) -> list[int]:
         """The positions a window ending at ``end`` prunes, ascending."""
         pinned = self._pinned()

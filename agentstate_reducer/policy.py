@@ -18,36 +18,37 @@ Steps:
 * :class:`ClearToolOutputs`: replace the content of tool results older than the newest
   ``keep_last`` with a short placeholder; the call and its result stay, so the
   conversation stays valid. A result already showing the placeholder is not touched again.
+* :class:`~agentstate_reducer.compress.Compress`: hand old messages to a compressor (an
+  LLM that condenses tool outputs, a rule that strips markup) and put the shorter versions
+  in their place.
 * :class:`DropOldest`: prune the oldest messages (or whole user turns, with
   ``start_on_human``) as far as the target needs.
-* :class:`Summarize`: the same, then ``summarize_fn`` summarises what went together with
-  the summary already in the list (a running summary), and ``inject_summary`` puts the new
-  summary where the pruned block was; the room it takes counts towards the bound.
+* :class:`~agentstate_reducer.relevance.SelectRelevant`: keep the older user turns most
+  relevant to the newest question, within the budget, and prune the others.
+* :class:`Summarize`: the same as ``DropOldest``, then ``summarize_fn`` summarises what
+  went together with the summary already in the list (a running summary), and
+  ``inject_summary`` puts the new summary where the pruned block was; the room it takes
+  counts towards the bound.
 * :class:`TruncateLargest` (opt-in): cut the text of the single largest message so the
   list fits, leaving a visible marker.
 
 Text that leaves the list by any step reaches the ``on_prune`` hooks as it was: the
-original of a cleared or truncated message is handed over when the step rewrites it, and
+original of a rewritten message is handed over when the step rewrites it, and
 ``result.pruned`` holds originals.
 
-Writing a step: subclass :class:`ReductionStep` and implement ``apply(context)`` against the
-:class:`StepContext` protocol (the list, its plan state, ``replace`` and ``drop``); return
-the messages touched. A step that rewrites messages should also say which messages are its
-own rewrites (``rewrote``), so they are not handed over again when they are pruned later.
+Writing a step: subclass :class:`ReductionStep` and implement ``apply(context)`` against
+:class:`StepContext`; see its docstring and the README's "Writing your own step".
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ._checks import check_int, check_name
-from .messages import TOOL, content_of, with_content
-
-if TYPE_CHECKING:
-    from .planner import PlanState
+from .messages import SYSTEM, TOOL, content_of, with_content
 
 DEFAULT_PLACEHOLDER = "[tool output cleared to save context]"
 DEFAULT_MARKER = "\n[... truncated: about {removed} tokens removed to fit the context window ...]"
@@ -64,6 +65,9 @@ class StepReport:
         tokens_after: The list's token count after the step (0 in count mode).
         messages_before: The list's length before the step.
         messages_after: The list's length after the step.
+        error: With ``on_prune_error="keep"``, the failure of user code the step called
+            (a compressor, an embeddings model) that made it stop; the policy went on
+            with the next step. None otherwise.
     """
 
     step: str
@@ -72,57 +76,186 @@ class StepReport:
     tokens_after: int = 0
     messages_before: int = 0
     messages_after: int = 0
+    error: Exception | None = None
 
 
 class StepContext(Protocol):
-    """What a step works on: one reduce in progress.
+    """What a step receives: one reduce in progress, and what a step may do to it.
+
+    Read the list through ``messages``, ``tokens`` and the questions below; change it only
+    through ``drop``, ``drop_oldest``, ``replace`` and ``insert``. Whatever a step asks,
+    the context keeps the guarantees of every reduce:
+
+    * a tool call and its results leave together (``drop`` takes the whole group);
+    * the newest human message, the kept first message (``preserve_first``), summary
+      blocks, system messages and the newest ``keep_groups`` turns are never dropped
+      (``drop`` raises ``ValueError`` naming the position and why);
+    * everything that leaves the list, pruned or rewritten, reaches the ``on_prune`` hooks
+      once, as it was given;
+    * a replacement keeps its message's role and tool links.
+
+    A step that calls user code (a model, a store) is written as a generator and yields
+    ``context.call(fn, *args)``; it receives what ``fn`` returned (or the exception it
+    raised, thrown in). ``reduce`` calls ``fn`` directly (a coroutine function on a private
+    event loop); ``areduce`` awaits a coroutine function and runs a blocking one in a
+    worker thread, so one step serves both.
 
     Attributes:
-        messages: The list as it stands (read it; change it only through ``replace`` and
-            ``drop``).
-        state: Its plan state: ``state.views`` (role, id, tool links, summary flag per
-            position), ``state.tokens`` (token mode), ``state.total``, ``state.fits()``.
-        target: The token count the policy aims for (0 in count mode).
+        messages: The list as it stands, oldest first (read-only).
+        tokens: One token count per message (zeros in count mode).
+        total: The list's token count (0 in count mode).
+        token_mode: Whether the budget is in tokens (``max_tokens`` set).
+        budget: The history's token limit, above which pruning starts (``max_tokens``
+            minus ``reply_reserve``); None in count mode.
+        target: The token count pruning aims for; None in count mode.
+        max_messages: The count limit (count mode; None in token mode or when unset).
+        min_messages: The messages count mode keeps once it prunes.
+        namespace: The reduce's namespace (the hooks' and memories' key).
+        view: True when the reduce only bounds what a model sees
+            (``MessageReducer.view``): nothing is summarised or handed over, and the
+            stored list does not change.
     """
 
-    messages: list[Any]
-    state: PlanState
-    target: int
+    @property
+    def messages(self) -> Sequence[Any]: ...
+
+    @property
+    def tokens(self) -> Sequence[int]: ...
+
+    @property
+    def total(self) -> int: ...
+
+    @property
+    def token_mode(self) -> bool: ...
+
+    @property
+    def budget(self) -> int | None: ...
+
+    @property
+    def target(self) -> int | None: ...
+
+    @property
+    def max_messages(self) -> int | None: ...
+
+    @property
+    def min_messages(self) -> int: ...
+
+    @property
+    def namespace(self) -> Any: ...
+
+    @property
+    def view(self) -> bool: ...
+
+    def fits(self) -> bool:
+        """Whether the list is within what pruning aims for (the step may stop)."""
+        ...
 
     def count(self, message: Any) -> int:
         """Tokens of one message by the reducer's counter (0 in count mode)."""
         ...
 
-    def replace(self, position: int, message: Any) -> None:
-        """Put a rewritten message (same role and tool links) at ``position``; its
-        original is handed to the hooks."""
+    def role(self, position: int) -> str:
+        """The normalised role at ``position``: ``human``, ``ai``, ``system``, ``tool``,
+        ``function``, or an unknown role lowercased (``developer``)."""
         ...
 
-    def drop(self, *, summarize: bool) -> list[Any]:
-        """Prune towards the target (summarising what goes, with ``summarize``) and
-        return the pruned messages."""
+    def is_summary(self, position: int) -> bool:
+        """Whether the message at ``position`` is a summary block."""
+        ...
+
+    def can_drop(self, position: int) -> bool:
+        """Whether ``drop`` accepts ``position`` (see the guarantees above)."""
+        ...
+
+    def group(self, position: int) -> list[int]:
+        """The positions that leave together with ``position``: an ai message and its
+        tool results; just ``position`` for any other message."""
+        ...
+
+    def newest_human(self) -> int | None:
+        """The position of the newest human message (the question), or None."""
+        ...
+
+    def turns(self) -> list[range]:
+        """The user turns, oldest first: each from a human message up to the next one
+        (summary blocks and what precedes the first human message belong to none)."""
+        ...
+
+    def drop(self, positions: Iterable[int], *, summarize: bool = False) -> list[Any]:
+        """Prune ``positions`` (each with its tool group) and return what left, as given.
+
+        With ``summarize`` (which needs ``Summarize`` semantics: ``summarize_fn`` set and
+        ``summarizes = True`` on the step), what left is summarised together with the
+        summary blocks in the list, and the new block is injected after the kept first
+        message.
+
+        Raises:
+            ValueError: A position is out of range or may not be dropped (the message
+                says which and why).
+        """
+        ...
+
+    def drop_oldest(self, *, summarize: bool = False) -> list[Any]:
+        """Prune the oldest prunable messages as far as the target needs (whole turns
+        with ``start_on_human``), as ``DropOldest`` does; return what left."""
+        ...
+
+    def replace(self, position: int, message: Any) -> None:
+        """Put a rewritten ``message`` at ``position``; the original reaches the hooks.
+
+        Raises:
+            ValueError: ``message`` has another role or other tool links than the message
+                it replaces.
+            TypeError: ``message`` is not a message.
+        """
+        ...
+
+    def insert(self, position: int, messages: Sequence[Any]) -> None:
+        """Insert new ``messages`` before ``position`` (a note, a digest of what a step
+        removed). They are new: pruned later, they reach the hooks like any message.
+
+        Raises:
+            ValueError: ``position`` is before the kept first message, past the end, or
+                between a tool call and one of its results.
+            TypeError: An entry is not a message.
+        """
+        ...
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """An effect to ``yield`` from a generator step: ``value = yield
+        context.call(fn, *args)``."""
         ...
 
 
 class ReductionStep:
     """Base class of the steps a policy is made of.
 
+    Subclasses implement :meth:`apply`. ``ReducerConfig`` checks each step when it is
+    created: an ``id`` that is a non-empty string unique in the policy, ``apply``
+    implemented, a token step (``needs_tokens``) only in token mode, a summarising step
+    (``summarizes``) only with ``summarize_fn``.
+
     Attributes:
         id: The step's name in a policy (unique there); used by ``reducer.apply_step``.
         needs_tokens: The step works on tokens, so it needs token mode.
+        summarizes: The step's drops are summarised (it needs ``summarize_fn``).
+        prunes: The step removes messages (False for steps that only rewrite them).
     """
 
     id: str = ""
     needs_tokens: bool = False
     summarizes: bool = False
+    prunes: bool = True
 
-    def apply(self, context: StepContext) -> list[Any]:  # pragma: no cover - overridden
-        """Change the list through ``context`` and return the messages touched."""
+    def apply(self, context: StepContext) -> Any:  # pragma: no cover - overridden
+        """Change the list through ``context`` and return the messages touched (or, for
+        a generator step, yield ``context.call`` effects and return them)."""
         raise NotImplementedError
 
     def rewrote(self, message: Any) -> bool:
         """Whether ``message`` is this step's own rewrite (its original already reached
-        the hooks); False for steps that rewrite nothing."""
+        the hooks, so it is not handed over again when it is pruned later); False for
+        steps that rewrite nothing."""
         return False
 
 
@@ -140,19 +273,18 @@ class ClearToolOutputs(ReductionStep):
     placeholder: str = DEFAULT_PLACEHOLDER
     id: str = "clear_tool_outputs"
     needs_tokens: bool = field(default=True, init=False, repr=False)
+    prunes: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         check_int("ClearToolOutputs.keep_last", self.keep_last, minimum=0)
         check_name("ClearToolOutputs.placeholder", self.placeholder)
 
     def apply(self, context: StepContext) -> list[Any]:
-        messages = context.messages
-        state = context.state
-        tool_positions = [p for p, view in enumerate(state.views) if view.role == TOOL]
-        older = tool_positions[: max(0, len(tool_positions) - self.keep_last)]
+        results = [p for p in range(len(context.messages)) if context.role(p) == TOOL]
+        older = results[: max(0, len(results) - self.keep_last)]
         touched: list[Any] = []
         for position in older:
-            message = messages[position]
+            message = context.messages[position]
             content = content_of(message)
             if content == self.placeholder or not content:
                 continue
@@ -177,7 +309,7 @@ class DropOldest(ReductionStep):
     summarizes: bool = field(default=False, init=False, repr=False)
 
     def apply(self, context: StepContext) -> list[Any]:
-        return list(context.drop(summarize=self.summarizes))
+        return context.drop_oldest(summarize=self.summarizes)
 
 
 @dataclass(frozen=True)
@@ -188,7 +320,8 @@ class Summarize(DropOldest):
     (marked, see :func:`~agentstate_reducer.messages.is_summary`), then the pruned
     messages, and the new block replaces it. The block counts towards the bound: in count
     mode it is one of the ``min_messages`` kept, in token mode room is left for it
-    (``summary_max_tokens``).
+    (``summary_max_tokens``). In view mode (``MessageReducer.view``) nothing is
+    summarised: it drops as ``DropOldest`` does.
 
     Attributes:
         id: The step's name.
@@ -198,12 +331,18 @@ class Summarize(DropOldest):
     summarizes: bool = field(default=True, init=False, repr=False)
 
 
+#: Roles whose text :class:`TruncateLargest` never cuts: instructions.
+_INSTRUCTIONS = (SYSTEM, "developer")
+
+
 @dataclass(frozen=True)
 class TruncateLargest(ReductionStep):
     """Cut the text of the largest message so the list fits, with a visible marker.
 
-    Only string content is cut (a message whose content is a list of blocks is left as
-    is), and never a summary block. Opt-in: it changes what a message says; the original
+    The message's text is cut from its end: a string content, or the last text block of
+    a list content (other blocks, such as images, stay). Never cut: system and developer
+    messages (their last rules are what a cut would lose), the newest human message (the
+    question), summary blocks. Opt-in: it changes what a message says; the original
     reaches the ``on_prune`` hooks.
 
     Attributes:
@@ -214,6 +353,7 @@ class TruncateLargest(ReductionStep):
     marker: str = DEFAULT_MARKER
     id: str = "truncate_largest"
     needs_tokens: bool = field(default=True, init=False, repr=False)
+    prunes: bool = field(default=False, init=False, repr=False)
     _marker_at_end: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -223,33 +363,68 @@ class TruncateLargest(ReductionStep):
         object.__setattr__(self, "_marker_at_end", re.compile(pattern + r"\Z"))
 
     def apply(self, context: StepContext) -> list[Any]:
-        state = context.state
-        if state.fits():
+        if context.fits() or context.target is None:
             return []
+        question = context.newest_human()
         candidates = [
             (tokens, position)
-            for position, tokens in enumerate(state.tokens)
-            if isinstance(content_of(context.messages[position]), str)
-            and not state.views[position].summary
+            for position, tokens in enumerate(context.tokens)
+            if position != question
+            and context.role(position) not in _INSTRUCTIONS
+            and not context.is_summary(position)
+            and _last_text(content_of(context.messages[position])) is not None
         ]
         if not candidates:
             return []
         tokens, position = max(candidates)
-        excess = state.total - context.target
+        excess = context.total - context.target
         message = context.messages[position]
-        text: str = content_of(message)
-        cut = _truncate(
-            text, tokens - excess, lambda t: context.count(with_content(message, t)), self.marker
-        )
+        content = content_of(message)
+        block, text = _last_text(content)  # type: ignore[misc]
+
+        def rebuilt(cut: str) -> Any:
+            return with_content(message, _with_text(content, block, cut))
+
+        cut = _truncate(text, tokens - excess, lambda t: context.count(rebuilt(t)), self.marker)
         if cut is None:
             return []
-        shorter = with_content(message, cut)
+        shorter = rebuilt(cut)
         context.replace(position, shorter)
         return [shorter]
 
     def rewrote(self, message: Any) -> bool:
-        content = content_of(message)
-        return isinstance(content, str) and self._marker_at_end.search(content) is not None
+        found = _last_text(content_of(message))
+        return found is not None and self._marker_at_end.search(found[1]) is not None
+
+
+def _last_text(content: Any) -> tuple[int, str] | None:
+    """``(-1, text)`` for string content, ``(index, text)`` for the last text block of a
+    list content, None when there is no text to cut."""
+    if isinstance(content, str):
+        return (-1, content) if content else None
+    if isinstance(content, list):
+        for index in range(len(content) - 1, -1, -1):
+            block = content[index]
+            if isinstance(block, str) and block:
+                return index, block
+            if (
+                isinstance(block, Mapping)
+                and block.get("type", "text") == "text"
+                and isinstance(block.get("text"), str)
+                and block["text"]
+            ):
+                return index, block["text"]
+    return None
+
+
+def _with_text(content: Any, block: int, text: str) -> Any:
+    """``content`` with its string, or its text block number ``block``, set to ``text``."""
+    if block < 0:
+        return text
+    blocks = list(content)
+    old = blocks[block]
+    blocks[block] = text if isinstance(old, str) else {**old, "text": text}
+    return blocks
 
 
 def _truncate(text: str, budget: int, count: Callable[[str], int], marker: str) -> str | None:
@@ -275,7 +450,8 @@ def check_policy(policy: Sequence[Any] | None, *, token_mode: bool, can_summariz
     """Raise if ``policy`` cannot run with the rest of the configuration.
 
     Raises:
-        TypeError: An entry is not a ReductionStep.
+        TypeError: An entry is not a ReductionStep, has no id, or does not implement
+            ``apply``.
         ValueError: The policy is empty, ids repeat, a token step runs in count mode,
             ``Summarize`` has no ``summarize_fn``, or a ``summarize_fn`` is set that no step
             would call.
@@ -294,8 +470,24 @@ def check_policy(policy: Sequence[Any] | None, *, token_mode: bool, can_summariz
         if not isinstance(step, ReductionStep):
             raise TypeError(
                 f"policy[{index}] is not a reduction step: {step!r}; use ClearToolOutputs, "
-                "DropOldest, Summarize or TruncateLargest"
+                "Compress, DropOldest, SelectRelevant, Summarize, TruncateLargest or a "
+                "subclass of ReductionStep"
             )
+        if not isinstance(step.id, str) or not step.id:
+            raise TypeError(
+                f"policy[{index}] ({type(step).__name__}) has id {step.id!r}: a step's id "
+                "must be a non-empty string (set it as a class attribute or field)"
+            )
+        if type(step).apply is ReductionStep.apply:
+            raise TypeError(
+                f"policy[{index}] ({type(step).__name__}) does not implement apply(context)"
+            )
+        for flag in ("needs_tokens", "summarizes", "prunes"):
+            if not isinstance(getattr(step, flag), bool):
+                raise TypeError(
+                    f"policy[{index}] ({step.id}): {flag} must be True or False, got "
+                    f"{getattr(step, flag)!r}"
+                )
         if step.id in seen:
             raise ValueError(
                 f"policy[{index}]: step id {step.id!r} is used twice; give each step its own id"

@@ -262,6 +262,9 @@ class MessageReducer:
                 wrong type.
             SummaryError: ``summarize_fn`` raised (with ``on_prune_error="raise"``);
                 nothing was pruned.
+            StepError: User code a step called (a compressor, an embeddings model) raised
+                (with ``on_prune_error="raise"``); nothing was pruned. With ``"keep"``
+                the step is skipped and its report carries the error.
             PruneHookError: An ``on_prune`` hook raised (with ``on_prune_error="raise"``);
                 the messages it did not take are kept for a retry (see the error).
         """
@@ -291,6 +294,55 @@ class MessageReducer:
         if self._config.mode == "validate":
             return self.validate(combined)
         return await adrive(self._reduce(combined, where, namespace, self._policy, on_prune_error))
+
+    def view(
+        self,
+        messages: Sequence[Any],
+        namespace: Any = None,
+        *,
+        on_prune_error: OnPruneError | None = None,
+    ) -> ReducerResult:
+        """The list a model should see, leaving the stored list alone.
+
+        The policy runs as in :meth:`reduce`, on a copy: rewriting steps (clearing,
+        compressing, truncating) and pruning steps change what the model is given, but
+        nothing is summarised (``Summarize`` drops as ``DropOldest`` does) and nothing is
+        handed to the ``on_prune`` hooks, since nothing leaves the stored list. This is
+        what the agent integrations' ``mode="view"`` calls before each model call.
+
+        Args:
+            messages: The stored messages.
+            namespace: Passed to steps (``context.namespace``).
+            on_prune_error: Overrides ``config.on_prune_error``: with ``"keep"`` a step
+                whose call fails (a compressor) is skipped; with ``"raise"`` its
+                ``StepError`` is raised.
+
+        Returns:
+            A result whose ``surviving`` is the model's input; ``pruned`` and
+            ``rewritten`` say what it leaves out or sees rewritten.
+
+        Raises:
+            TypeError: ``messages`` is not a list of messages; the error names the index.
+            StepError: With ``on_prune_error="raise"``, user code a step called failed.
+        """
+        combined = _as_list(messages, "messages")
+        return drive(self._view(combined, namespace, self._on_error(on_prune_error)))
+
+    async def aview(
+        self,
+        messages: Sequence[Any],
+        namespace: Any = None,
+        *,
+        on_prune_error: OnPruneError | None = None,
+    ) -> ReducerResult:
+        """Async :meth:`view`: coroutine compressors and scorers are awaited.
+
+        Raises:
+            TypeError: As for :meth:`view`.
+            StepError: As for :meth:`view`.
+        """
+        combined = _as_list(messages, "messages")
+        return await adrive(self._view(combined, namespace, self._on_error(on_prune_error)))
 
     def apply_step(
         self,
@@ -429,7 +481,7 @@ class MessageReducer:
             unchanged.hook_error = waiting_error(waiting, namespace, unchanged)
             logger.debug("%s", unchanged.hook_error)
             return unchanged
-        context = ReduceContext(self, combined, state, namespace)
+        context = ReduceContext(self, combined, state, namespace, keep_going=mode == "keep")
         try:
             yield from context.run(steps)
         except SummaryError as exc:
@@ -471,6 +523,22 @@ class MessageReducer:
             len(result.pruned),
         )
         return result
+
+    def _view(
+        self, combined: list[Any], namespace: Any, mode: OnPruneError
+    ) -> Effects[ReducerResult]:
+        state = PlanState(self._limits)
+        views, tokens = self._read(combined, lambda i: f"messages[{i}]")
+        state.extend(views, tokens)
+        if not state.over_limit():
+            return ReducerResult(
+                surviving=combined, pruned=[], tokens_before=state.total, tokens_after=state.total
+            )
+        context = ReduceContext(
+            self, combined, state, namespace, view=True, keep_going=mode == "keep"
+        )
+        yield from context.run(self._policy)
+        return context.result()
 
     def _deliver(self, pruned: list[Any], namespace: Any) -> Effects[None]:
         failures = yield from self._delivery.deliver(pruned, namespace, keep_failed=True)

@@ -160,17 +160,63 @@ def test_steps_stop_once_the_list_fits() -> None:
     assert heavy.steps[1].touched == heavy.pruned and heavy.tokens_after <= 100
 
 
-def test_truncate_cuts_an_oversized_newest_message_with_a_marker() -> None:
-    huge = {"role": "user", "content": "lorem ipsum " * 500, "id": "big"}
+def test_truncate_cuts_an_oversized_newest_tool_output_with_a_marker() -> None:
+    history = tool_chat(3)
+    history[-2] = {**history[-2], "content": "lorem ipsum " * 500, "id": "big"}
     reducer = MessageReducer(
-        config=ReducerConfig(max_tokens=300, policy=[DropOldest(), TruncateLargest()])
+        config=ReducerConfig(
+            max_tokens=300, keep_groups=1, policy=[DropOldest(), TruncateLargest()]
+        )
     )
-    result = reducer.reduce(existing=tool_chat(2), new=[huge])
-    newest = result.surviving[-1]
-    assert newest["id"] == "big" and "truncated" in newest["content"]
-    assert newest["content"].startswith("lorem ipsum")
+    result = reducer.reduce(existing=history)
+    [cut] = [m for m in result.surviving if m["id"] == "big"]
+    assert "truncated" in cut["content"] and cut["content"].startswith("lorem ipsum")
     assert result.tokens_after <= 300
     assert sum(reducer.count_tokens(m) for m in result.surviving) == result.tokens_after
+    assert result.rewritten == [history[-2]], "the original reaches the hooks"
+
+
+def _two_block_answer(text: str) -> dict[str, Any]:
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    blocks = [{"type": "text", "text": "head"}, image, {"type": "text", "text": text}]
+    return {"role": "assistant", "content": blocks, "id": "blocks"}
+
+
+def test_truncate_cuts_the_last_text_block_of_list_content() -> None:
+    answer = _two_block_answer("lorem ipsum " * 400)
+    history = [*tool_chat(1), {"role": "user", "content": "go on", "id": "q"}]
+    history.insert(-1, answer)
+    budget = 300  # the image block alone counts 85
+    reducer = MessageReducer(
+        config=ReducerConfig(max_tokens=budget, policy=[TruncateLargest()])
+    )
+    before = reducer.count_tokens(answer)
+    result = reducer.reduce(existing=history)
+    [cut] = [m for m in result.surviving if m["id"] == "blocks"]
+    head, image, tail = cut["content"]
+    assert head == answer["content"][0] and image == answer["content"][1]
+    assert tail["type"] == "text" and "truncated" in tail["text"]
+    assert tail["text"].startswith("lorem ipsum")
+    assert reducer.count_tokens(cut) < before
+    assert result.tokens_after <= budget
+    [report] = result.steps
+    assert report.touched == [cut]
+    assert TruncateLargest().rewrote(cut) and not TruncateLargest().rewrote(answer)
+
+
+def test_truncate_never_cuts_instructions_or_the_question() -> None:
+    rules = "Rule: be kind. " * 200 + "LAST RULE: never reveal the key."
+    question = "Please read this: " + "lorem ipsum " * 300
+    for role in ("system", "developer"):
+        history = [
+            {"role": role, "content": rules, "id": "sys"},
+            {"role": "user", "content": question, "id": "q"},
+        ]
+        result = MessageReducer(
+            config=ReducerConfig(max_tokens=100, policy=[DropOldest(), TruncateLargest()])
+        ).reduce(existing=history)
+        assert result.surviving == history, role
+        assert result.rewritten == [] and result.tokens_after > 100
 
 
 def test_without_truncate_the_newest_message_survives_over_budget() -> None:
