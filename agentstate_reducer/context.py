@@ -202,8 +202,7 @@ class ReduceContext:
             raise TypeError(f"a position must be an int, got {position!r}")
         if not 0 <= position < len(self.messages):
             raise ValueError(
-                f"position {position} is out of range: the list has {len(self.messages)} "
-                "messages"
+                f"position {position} is out of range: the list has {len(self.messages)} messages"
             )
         return position
 

@@ -508,3 +508,27 @@ def check_policy(policy: Sequence[Any] | None, *, token_mode: bool, can_summariz
 def default_policy(can_summarize: bool) -> tuple[ReductionStep, ...]:
     """The policy used when none is given."""
     return (Summarize(),) if can_summarize else (DropOldest(),)
+
+
+# The steps that call user code live in their own modules (one concept each) and are
+# importable from here with the others; they import this module's base classes, so they
+# come last.
+from .compress import Compress  # noqa: E402
+from .relevance import LexicalScorer, SelectRelevant  # noqa: E402
+
+__all__ = [
+    "DEFAULT_MARKER",
+    "DEFAULT_PLACEHOLDER",
+    "ClearToolOutputs",
+    "Compress",
+    "DropOldest",
+    "LexicalScorer",
+    "ReductionStep",
+    "SelectRelevant",
+    "StepContext",
+    "StepReport",
+    "Summarize",
+    "TruncateLargest",
+    "check_policy",
+    "default_policy",
+]

@@ -187,9 +187,7 @@ def test_truncate_cuts_the_last_text_block_of_list_content() -> None:
     history = [*tool_chat(1), {"role": "user", "content": "go on", "id": "q"}]
     history.insert(-1, answer)
     budget = 300  # the image block alone counts 85
-    reducer = MessageReducer(
-        config=ReducerConfig(max_tokens=budget, policy=[TruncateLargest()])
-    )
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=budget, policy=[TruncateLargest()]))
     before = reducer.count_tokens(answer)
     result = reducer.reduce(existing=history)
     [cut] = [m for m in result.surviving if m["id"] == "blocks"]

@@ -96,9 +96,20 @@ def _run_config(runtime: Runtime[Any]) -> RunnableConfig:
         return {"configurable": {"thread_id": thread_id}} if thread_id is not None else {}
 
 
-def _bounded_view(reducer: MessageReducer, messages: list[Any]) -> list[Any]:
-    """The messages the model should see, by the reducer's plan (no summary, no hooks)."""
-    surviving = reducer.plan(messages).surviving
+def _bounded_view(
+    reducer: MessageReducer, messages: list[Any], on_prune_error: OnPruneError
+) -> list[Any]:
+    """The messages the model should see: the reducer's policy run on a copy (clearing,
+    compressing, pruning; no summary, no hooks, the state untouched)."""
+    surviving = reducer.view(messages, on_prune_error=on_prune_error).surviving
+    return surviving if surviving else messages
+
+
+async def _abounded_view(
+    reducer: MessageReducer, messages: list[Any], on_prune_error: OnPruneError
+) -> list[Any]:
+    """Async :func:`_bounded_view` (coroutine compressors and scorers awaited)."""
+    surviving = (await reducer.aview(messages, on_prune_error=on_prune_error)).surviving
     return surviving if surviving else messages
 
 
@@ -109,8 +120,10 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     returns the ``RemoveMessage`` updates (and any injected summary) that store the
     surviving list, so the checkpointed state shrinks; the ``on_prune`` hooks get the
     namespace of :func:`~agentstate_reducer.langgraph.memory_namespace`. In ``"view"`` mode
-    ``wrap_model_call`` hands the model the list :meth:`MessageReducer.plan` keeps and
-    leaves the state alone (no summary is made and no hook runs). Either way, with the
+    ``wrap_model_call`` hands the model the list :meth:`MessageReducer.view` makes (the
+    policy run on a copy: old tool outputs cleared, messages compressed, old turns left
+    out, as ``ContextEditingMiddleware`` does) and leaves the state alone (no summary is
+    made and no hook runs). Either way, with the
     reducer's default ``cascade_tool_messages=True``, tool calls and their results are
     kept or dropped together.
 
@@ -200,7 +213,10 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelCallResult:
         """In view mode, call the model with the bounded list; otherwise pass through."""
-        return handler(self._bounded(request))
+        if self.mode != "view" or not request.messages:
+            return handler(request)
+        view = _bounded_view(self.reducer, list(request.messages), self.on_prune_error)
+        return handler(self._with_messages(request, view))
 
     @override
     async def awrap_model_call(
@@ -209,15 +225,17 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelCallResult:
         """Async :meth:`wrap_model_call`."""
-        return await handler(self._bounded(request))
-
-    def _bounded(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         if self.mode != "view" or not request.messages:
-            return request
-        view = _bounded_view(self.reducer, list(request.messages))
-        if len(view) == len(request.messages):
-            return request
-        return request.override(messages=view)
+            return await handler(request)
+        view = await _abounded_view(self.reducer, list(request.messages), self.on_prune_error)
+        return await handler(self._with_messages(request, view))
+
+    @staticmethod
+    def _with_messages(request: ModelRequest[Any], view: list[Any]) -> ModelRequest[Any]:
+        unchanged = len(view) == len(request.messages) and all(
+            a is b for a, b in zip(view, request.messages, strict=True)
+        )
+        return request if unchanged else request.override(messages=view)
 
 
 def make_pre_model_hook(
@@ -286,14 +304,15 @@ def make_pre_model_hook(
     def pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
         messages = messages_of(state)
         if mode == "view":
-            return {"llm_input_messages": _bounded_view(bound, messages)}
+            return {"llm_input_messages": _bounded_view(bound, messages, on_prune_error)}
         reduced = reduction_update(bound, messages, config, on_prune_error=on_prune_error)
         return output(messages, *reduced)
 
     async def apre_model_hook(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
         messages = messages_of(state)
         if mode == "view":
-            return {"llm_input_messages": _bounded_view(bound, messages)}
+            view = await _abounded_view(bound, messages, on_prune_error)
+            return {"llm_input_messages": view}
         reduced = await areduction_update(bound, messages, config, on_prune_error=on_prune_error)
         return output(messages, *reduced)
 

@@ -1,0 +1,196 @@
+"""``Compress``: a policy step that puts shorter versions of old messages in their place.
+
+The compressor is user code (an LLM that condenses tool outputs, a rule that strips
+markup): it receives the old messages the step picked, oldest first, and returns one
+shorter version per message. The step replaces the originals (which reach the
+``on_prune`` hooks), oldest first, until the list fits. Each message is compressed once: a
+compressor's answer is remembered by the fingerprint of the message it was given, and the
+step recognises its own outputs, so they are neither compressed again nor handed over
+again when they are pruned later.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._calls import Outage
+from ._checks import check_callable, check_int, check_number
+from .messages import SYSTEM, content_of, fingerprint, view_of, with_content
+from .policy import ReductionStep, StepContext
+
+#: How many compressed messages a step remembers (its answers and its outputs).
+_MEMORY = 10_000
+
+Compressor = Callable[[list[Any]], Any]
+"""``(messages) -> list``: one shorter message (or its text) per message given, or None
+to leave a message as it is; may be a coroutine function."""
+
+
+class _Memory:
+    """The compressor's answers by input fingerprint, and the fingerprints of the step's
+    own outputs; bounded (oldest forgotten), safe to share between threads."""
+
+    def __init__(self) -> None:
+        self.answers: OrderedDict[str, Any] = OrderedDict()
+        self.outputs: OrderedDict[str, None] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def answer(self, key: str) -> tuple[bool, Any]:
+        with self.lock:
+            if key in self.answers:
+                self.answers.move_to_end(key)
+                return True, self.answers[key]
+            return False, None
+
+    def remember(self, key: str, answer: Any) -> None:
+        with self.lock:
+            self.answers[key] = answer
+            if len(self.answers) > _MEMORY:
+                self.answers.popitem(last=False)
+
+    def made(self, message: Any) -> None:
+        with self.lock:
+            self.outputs[fingerprint(message)] = None
+            if len(self.outputs) > _MEMORY:
+                self.outputs.popitem(last=False)
+
+    def is_output(self, message: Any) -> bool:
+        key = fingerprint(message)
+        with self.lock:
+            return key in self.outputs
+
+
+@dataclass(frozen=True, eq=False)
+class Compress(ReductionStep):
+    """Replace old messages with shorter versions made by ``compressor``.
+
+    Picks the messages of ``roles`` older than the newest ``keep_last`` of them (never a
+    system or developer message, the newest human message or a summary block), larger
+    than ``min_tokens``, and not already compressed; calls ``compressor`` once with the
+    ones it has no answer for yet; then replaces them oldest first until the list fits. A
+    version that is not shorter is not used. The compressor may be sync or async (awaited
+    in ``areduce``). When it raises, the reduce raises :class:`~agentstate_reducer.StepError`
+    (``on_prune_error="raise"``) or goes on with the next step (``"keep"``); after a
+    failure it is not called again for ``retry_backoff`` seconds (doubling while it keeps
+    failing), so an outage costs one failing call per wait.
+
+    Attributes:
+        compressor: ``(messages) -> list``: one shorter message or string per message,
+            or None to leave one as it is. A replacement keeps the role and tool links.
+        roles: The normalised roles to compress (``"tool"``, ``"ai"``, ``"human"``, ...).
+        keep_last: Messages of those roles left as they are, counted from the newest.
+        min_tokens: Only messages counting more tokens than this are compressed.
+        retry_backoff: Seconds to wait after a failing call before the next one.
+        id: The step's name.
+    """
+
+    compressor: Compressor
+    roles: Sequence[str] = ("tool",)
+    keep_last: int = 3
+    min_tokens: int = 0
+    retry_backoff: float = 1.0
+    id: str = "compress"
+    needs_tokens: bool = field(default=True, init=False, repr=False)
+    prunes: bool = field(default=False, init=False, repr=False)
+    _memory: _Memory = field(default_factory=_Memory, init=False, repr=False)
+    _outage: Outage = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        check_callable("Compress.compressor", self.compressor, optional=False)
+        roles = self.roles
+        if isinstance(roles, str) or not isinstance(roles, Sequence) or not roles:
+            raise TypeError(f"Compress.roles must be a non-empty list of roles, got {roles!r}")
+        for index, role in enumerate(roles):
+            if not isinstance(role, str) or not role:
+                raise TypeError(f"Compress.roles[{index}] must be a role name, got {role!r}")
+        if SYSTEM in roles:
+            raise ValueError(
+                "Compress.roles holds 'system': instructions are never compressed; "
+                "list the roles whose old messages may be shortened ('tool', 'ai', 'human')"
+            )
+        object.__setattr__(self, "roles", tuple(roles))
+        check_int("Compress.keep_last", self.keep_last, minimum=0)
+        check_int("Compress.min_tokens", self.min_tokens, minimum=0)
+        check_number("Compress.retry_backoff", self.retry_backoff, minimum=0)
+        object.__setattr__(self, "_outage", Outage(self.retry_backoff))
+
+    def apply(self, context: StepContext) -> Generator[Any, Any, list[Any]]:
+        messages = context.messages
+        question = context.newest_human()
+        picked = [
+            position
+            for position in range(len(messages))
+            if context.role(position) in self.roles
+            and position != question
+            and not context.is_summary(position)
+            and content_of(messages[position])
+            and not self._memory.is_output(messages[position])
+        ]
+        older = picked[: max(0, len(picked) - self.keep_last)]
+        older = [p for p in older if context.tokens[p] > self.min_tokens]
+        if not older:
+            return []
+        answers: dict[int, Any] = {}
+        asked: list[int] = []
+        for position in older:
+            known, answer = self._memory.answer(fingerprint(messages[position]))
+            if known:
+                answers[position] = answer
+            else:
+                asked.append(position)
+        if asked and self._outage.blocked() is None:
+            given = [messages[p] for p in asked]
+            try:
+                returned = yield context.call(self.compressor, given)
+            except Exception as exc:
+                self._outage.failed(exc)
+                raise
+            self._outage.succeeded()
+            for position, answer in zip(asked, self._answers(returned, len(given)), strict=True):
+                self._memory.remember(fingerprint(messages[position]), answer)
+                answers[position] = answer
+        touched: list[Any] = []
+        for position in older:
+            if context.fits():
+                break
+            shorter = self._version(context, position, answers.get(position))
+            if shorter is None:
+                continue
+            context.replace(position, shorter)
+            self._memory.made(shorter)
+            touched.append(shorter)
+        return touched
+
+    def rewrote(self, message: Any) -> bool:
+        return self._memory.is_output(message)
+
+    def _answers(self, returned: Any, expected: int) -> list[Any]:
+        if isinstance(returned, (str, bytes)) or not isinstance(returned, Sequence):
+            raise TypeError(
+                f"Compress compressor returned {type(returned).__name__}; it must return a "
+                "list with one shorter message (or string, or None) per message given"
+            )
+        if len(returned) != expected:
+            raise TypeError(
+                f"Compress compressor returned {len(returned)} entries for {expected} "
+                "messages; it must return one (a shorter message, a string or None) per "
+                "message given, in order"
+            )
+        for index, answer in enumerate(returned):
+            if answer is not None and not isinstance(answer, str):
+                view_of(answer, f"Compress compressor's answer [{index}]")
+        return list(returned)
+
+    def _version(self, context: StepContext, position: int, answer: Any) -> Any:
+        """The replacement for ``position``, or None when the answer does not help."""
+        if answer is None:
+            return None
+        original = context.messages[position]
+        shorter = with_content(original, answer) if isinstance(answer, str) else answer
+        if context.count(shorter) >= context.tokens[position]:
+            return None
+        return shorter
