@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_MODULES = [
     "agentstate_reducer",
     "agentstate_reducer.summary",
+    "agentstate_reducer.policy",
     "agentstate_reducer.tokens",
     "agentstate_reducer.messages",
     "agentstate_reducer.langgraph",
@@ -50,7 +51,13 @@ PAGES = {
     ],
     "config": ["agentstate_reducer.ReducerConfig"],
     "result": ["agentstate_reducer.ReducerResult", "agentstate_reducer.validate.Problem"],
-    "policy": ["agentstate_reducer.policy.DropOldest", "agentstate_reducer.policy.StepReport"],
+    "policy": [
+        "agentstate_reducer.policy.DropOldest",
+        "agentstate_reducer.policy.StepReport",
+        "agentstate_reducer.policy.StepContext",
+        "agentstate_reducer.compress.Compress",
+        "agentstate_reducer.relevance.SelectRelevant",
+    ],
     "tokens": ["agentstate_reducer.estimate_tokens", "agentstate_reducer.tokens.TokenCounter"],
     "hooks": ["agentstate_reducer.Background", "agentstate_reducer.errors.PruneHookError"],
     "summaries": ["agentstate_reducer.summary"],
