@@ -164,10 +164,12 @@ def _score(scorer: Any, value: Any) -> float:
 class _EmbeddingScores:
     """Cosine similarity by a LangChain ``Embeddings``, turn vectors remembered by text."""
 
-    def __init__(self, embeddings: Any, vectors: OrderedDict[str, list[float]]) -> None:
+    def __init__(
+        self, embeddings: Any, vectors: OrderedDict[str, list[float]], lock: threading.Lock
+    ) -> None:
         self.embeddings = embeddings
         self.vectors = vectors
-        self.lock = threading.Lock()
+        self.lock = lock  # the step's: one step may serve reduces in several threads
 
     def __call__(self, query: str, texts: list[str]) -> list[float]:
         missing = self._missing(texts)
@@ -238,6 +240,7 @@ class SelectRelevant(ReductionStep):
     _vectors: OrderedDict[str, list[float]] = field(
         default_factory=OrderedDict, init=False, repr=False
     )
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         check_int("SelectRelevant.keep_groups", self.keep_groups, minimum=1)
@@ -288,7 +291,7 @@ class SelectRelevant(ReductionStep):
             scores = yield context.call(_PairScores(self.scorer), query, texts)
         elif self.embeddings is not None:
             scores = yield context.call(
-                _EmbeddingScores(self.embeddings, self._vectors), query, texts
+                _EmbeddingScores(self.embeddings, self._vectors, self._lock), query, texts
             )
         else:
             scores = LexicalScorer().rank(query, texts)
