@@ -33,6 +33,7 @@ ROOT = HERE.parent
 PREFERRED = (
     "reduce_per_turn",
     "summary_calls",
+    "relevance",
     "storage_growth",
     "wrapper_overhead",
     "cosmos_bench",
