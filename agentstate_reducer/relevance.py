@@ -15,6 +15,7 @@ against the newest human message and keeps the best ones the budget has room for
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -33,7 +34,7 @@ from .policy import ReductionStep, StepContext
 Scorer = Callable[[str, str], float]
 """``(query, text) -> float``: how relevant ``text`` is to ``query`` (higher is more)."""
 
-#: Turn vectors an embeddings-backed step remembers.
+#: Turn vectors (embeddings) or term counts (BM25) a step remembers.
 _VECTORS = 10_000
 
 _WORD = re.compile(r"\w+")
@@ -73,19 +74,24 @@ def terms(text: str) -> list[str]:
     """The terms lexical scoring compares: lowercased words without stopwords, digits
     kept (codes and numbers are what questions ask back), CJK characters one by one
     (those scripts do not separate words)."""
+    words = _WORD.findall(unicodedata.normalize("NFKC", text).lower())
+    if _CJK.search(text) is None:
+        return [_stem(w) for w in words if w not in _STOPWORDS and (len(w) > 1 or w.isdigit())]
     out: list[str] = []
-    for word in _WORD.findall(unicodedata.normalize("NFKC", text).lower()):
-        if _has_cjk(word):
-            out.extend(ch for ch in word if not ch.isspace())
+    for word in words:
+        if _CJK.search(word):
+            out.extend(_CJK.findall(word))
+            rest = _CJK.sub(" ", word).split()
+            out.extend(_stem(w) for w in rest if w not in _STOPWORDS and len(w) > 1)
         elif word not in _STOPWORDS and (len(word) > 1 or word.isdigit()):
             out.append(_stem(word))
     return out
 
 
-def _has_cjk(word: str) -> bool:
-    return any("\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" for ch in word)
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
+@functools.lru_cache(maxsize=65_536)
 def _stem(word: str) -> str:
     """A light English stem, so "flights" meets "flight" and "booked" meets "booking"."""
     for suffix in ("ing", "ed", "es", "s"):
@@ -115,8 +121,11 @@ class LexicalScorer:
 
     def rank(self, query: str, texts: Sequence[str]) -> list[float]:
         """BM25 scores of ``texts`` for ``query`` (0 for a text sharing no term)."""
-        wanted = set(terms(query))
-        documents = [Counter(terms(text)) for text in texts]
+        return self.rank_terms(terms(query), [Counter(terms(text)) for text in texts])
+
+    def rank_terms(self, query: Sequence[str], documents: Sequence[Counter[str]]) -> list[float]:
+        """:meth:`rank` on texts already split by :func:`terms` (counted per document)."""
+        wanted = set(query)
         if not wanted or not documents:
             return [0.0] * len(documents)
         size = len(documents)
@@ -240,6 +249,9 @@ class SelectRelevant(ReductionStep):
     _vectors: OrderedDict[str, list[float]] = field(
         default_factory=OrderedDict, init=False, repr=False
     )
+    _term_counts: OrderedDict[str, Counter[str]] = field(
+        default_factory=OrderedDict, init=False, repr=False
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -294,8 +306,23 @@ class SelectRelevant(ReductionStep):
                 _EmbeddingScores(self.embeddings, self._vectors, self._lock), query, texts
             )
         else:
-            scores = LexicalScorer().rank(query, texts)
+            scores = LexicalScorer().rank_terms(terms(query), [self._terms(t) for t in texts])
         return list(scores)
+
+    def _terms(self, text: str) -> Counter[str]:
+        """The terms of a turn's text, remembered: a growing chat re-scores the same
+        older turns on every reduce."""
+        with self._lock:
+            found = self._term_counts.get(text)
+            if found is not None:
+                self._term_counts.move_to_end(text)
+                return found
+        found = Counter(terms(text))
+        with self._lock:
+            self._term_counts[text] = found
+            while len(self._term_counts) > _VECTORS:
+                self._term_counts.popitem(last=False)
+        return found
 
     def _room(self, context: StepContext, candidates: list[int]) -> int:
         """What the budget leaves for the older turns once they are all gone."""
