@@ -10,6 +10,10 @@ JSON values) is random, so a new seed is new text.
 Used by ``bench/token_accuracy.py`` and ``tests/test_token_accuracy.py``.
 """
 
+# The templates of generated code and log lines read better whole, one to a line, and the
+# word lists as the text they are.
+# ruff: noqa: E501, SIM905
+
 from __future__ import annotations
 
 import base64
@@ -168,7 +172,9 @@ def _sentences(
     text = join.join(sentence)
     if capitalize:
         text = text[:1].upper() + text[1:]
-    return text + rng.choice([stop, stop, stop, "?" if stop == "." else "？", "!" if stop == "." else "！"])
+    return text + rng.choice(
+        [stop, stop, stop, "?" if stop == "." else "？", "!" if stop == "." else "！"]
+    )
 
 
 def _paragraphs(rng: random.Random, make_sentence: Callable[[], str], join: str = " ") -> str:
@@ -237,23 +243,37 @@ def _python(rng: random.Random, half: int) -> str:
     for _ in range(rng.randint(1, 3)):
         name = _identifier(rng, "snake")
         args = [_identifier(rng, "snake") for _ in range(rng.randint(1, 3))]
-        typed = ", ".join(f"{a}: {rng.choice(['int', 'str', 'float', 'list[str]', 'dict[str, Any]'])}" for a in args)
+        typed = ", ".join(
+            f"{a}: {rng.choice(['int', 'str', 'float', 'list[str]', 'dict[str, Any]'])}"
+            for a in args
+        )
         body = [f'    """{_sentences(rng, _words(ENGLISH, half), lengths=(4, 10))}"""']
         for _ in range(rng.randint(2, 6)):
             target = _identifier(rng, "snake")
             choice = rng.random()
             if choice < 0.3:
-                body.append(f"    {target} = {rng.choice(args)}.{_identifier(rng, 'snake')}({rng.randint(0, 100)})")
+                body.append(
+                    f"    {target} = {rng.choice(args)}.{_identifier(rng, 'snake')}({rng.randint(0, 100)})"
+                )
             elif choice < 0.5:
-                body.append(f"    if {rng.choice(args)} is None:\n        raise ValueError(f\"{target} must be set, got {{{rng.choice(args)}!r}}\")")
+                body.append(
+                    f'    if {rng.choice(args)} is None:\n        raise ValueError(f"{target} must be set, got {{{rng.choice(args)}!r}}")'
+                )
             elif choice < 0.7:
-                body.append(f"    for {target} in {rng.choice(args)}:\n        {_identifier(rng, 'snake')}.append({target})")
+                body.append(
+                    f"    for {target} in {rng.choice(args)}:\n        {_identifier(rng, 'snake')}.append({target})"
+                )
             elif choice < 0.85:
                 body.append(f"    # {_sentences(rng, _words(ENGLISH, half), lengths=(4, 12))}")
             else:
-                body.append(f"    {target} = {{\"{_identifier(rng, 'snake')}\": {rng.randint(0, 9999)}, \"{_identifier(rng, 'snake')}\": '{rng.choice(_IDENTIFIER_WORDS)}'}}")
+                body.append(
+                    f'    {target} = {{"{_identifier(rng, "snake")}": {rng.randint(0, 9999)}, "{_identifier(rng, "snake")}": \'{rng.choice(_IDENTIFIER_WORDS)}\'}}'
+                )
         body.append(f"    return {rng.choice(args)}")
-        out.append(f"def {name}({typed}) -> {rng.choice(['int', 'str', 'None', 'bool'])}:\n" + "\n".join(body))
+        out.append(
+            f"def {name}({typed}) -> {rng.choice(['int', 'str', 'None', 'bool'])}:\n"
+            + "\n".join(body)
+        )
     return "\n\n\n".join(out) + "\n"
 
 
@@ -267,17 +287,27 @@ def _javascript(rng: random.Random, half: int) -> str:
             target = _identifier(rng, "camel")
             choice = rng.random()
             if choice < 0.3:
-                body.append(f"  const {target} = await {rng.choice(args)}.{_identifier(rng, 'camel')}({rng.randint(0, 100)});")
+                body.append(
+                    f"  const {target} = await {rng.choice(args)}.{_identifier(rng, 'camel')}({rng.randint(0, 100)});"
+                )
             elif choice < 0.5:
-                body.append(f"  if (!{rng.choice(args)}) {{\n    throw new Error(`{target} is required: ${{{rng.choice(args)}}}`);\n  }}")
+                body.append(
+                    f"  if (!{rng.choice(args)}) {{\n    throw new Error(`{target} is required: ${{{rng.choice(args)}}}`);\n  }}"
+                )
             elif choice < 0.7:
-                body.append(f"  {rng.choice(args)}.forEach(({target}) => {{\n    {_identifier(rng, 'camel')}.push({target});\n  }});")
+                body.append(
+                    f"  {rng.choice(args)}.forEach(({target}) => {{\n    {_identifier(rng, 'camel')}.push({target});\n  }});"
+                )
             elif choice < 0.85:
                 body.append(f"  // {_sentences(rng, _words(ENGLISH, half), lengths=(4, 12))}")
             else:
-                body.append(f"  let {target} = {{ {_identifier(rng, 'camel')}: {rng.randint(0, 9999)}, {_identifier(rng, 'camel')}: '{rng.choice(_IDENTIFIER_WORDS)}' }};")
+                body.append(
+                    f"  let {target} = {{ {_identifier(rng, 'camel')}: {rng.randint(0, 9999)}, {_identifier(rng, 'camel')}: '{rng.choice(_IDENTIFIER_WORDS)}' }};"
+                )
         body.append(f"  return {rng.choice(args)};")
-        out.append(f"export async function {name}({', '.join(args)}) {{\n" + "\n".join(body) + "\n}")
+        out.append(
+            f"export async function {name}({', '.join(args)}) {{\n" + "\n".join(body) + "\n}"
+        )
     return "\n\n".join(out) + "\n"
 
 
@@ -296,7 +326,10 @@ def _uuid(rng: random.Random) -> str:
 def _json_value(rng: random.Random, half: int, depth: int) -> Any:
     choice = rng.random()
     if depth < 2 and choice < 0.25:
-        return {_identifier(rng, "snake"): _json_value(rng, half, depth + 1) for _ in range(rng.randint(1, 5))}
+        return {
+            _identifier(rng, "snake"): _json_value(rng, half, depth + 1)
+            for _ in range(rng.randint(1, 5))
+        }
     if depth < 2 and choice < 0.35:
         return [_json_value(rng, half, depth + 1) for _ in range(rng.randint(1, 4))]
     if choice < 0.5:
@@ -317,9 +350,7 @@ def _json_value(rng: random.Random, half: int, depth: int) -> Any:
 
 
 def _tool_output(rng: random.Random, half: int) -> dict[str, Any]:
-    return {
-        _identifier(rng, "snake"): _json_value(rng, half, 0) for _ in range(rng.randint(3, 10))
-    }
+    return {_identifier(rng, "snake"): _json_value(rng, half, 0) for _ in range(rng.randint(3, 10))}
 
 
 def _json_pretty(rng: random.Random, half: int) -> str:
@@ -341,7 +372,11 @@ def _hex_digests(rng: random.Random, half: int) -> str:
         digest = hashlib.sha256(rng.randbytes(16)).hexdigest()
         if rng.random() < 0.3:
             digest = digest[:40]  # a git commit id
-        lines.append(rng.choice([digest, f"sha256:{digest}", f"{digest}  {_identifier(rng, 'snake')}.tar.gz"]))
+        lines.append(
+            rng.choice(
+                [digest, f"sha256:{digest}", f"{digest}  {_identifier(rng, 'snake')}.tar.gz"]
+            )
+        )
     return "\n".join(lines)
 
 
@@ -362,7 +397,9 @@ def _logs(rng: random.Random, half: int) -> str:
     for _ in range(rng.randint(3, 25)):
         level = rng.choice(["INFO", "DEBUG", "WARN", "ERROR", "info", "error"])
         ip = ".".join(str(rng.randint(1, 254)) for _ in range(4))
-        path = "/" + "/".join(_identifier(rng, rng.choice(["snake", "kebab"])) for _ in range(rng.randint(1, 4)))
+        path = "/" + "/".join(
+            _identifier(rng, rng.choice(["snake", "kebab"])) for _ in range(rng.randint(1, 4))
+        )
         choice = rng.random()
         if choice < 0.4:
             detail = f'{ip} - - "{rng.choice(["GET", "POST", "PUT"])} {path}?id={rng.randint(1, 99999)} HTTP/1.1" {rng.choice([200, 201, 404, 500])} {rng.randint(10, 99999)} {rng.randint(1, 2000)}ms'
