@@ -37,6 +37,7 @@ PREFERRED = (
     "wrapper_overhead",
     "cosmos_bench",
     "cosmos_cost",
+    "token_accuracy",
 )
 
 
