@@ -38,6 +38,7 @@ PREFERRED = (
     "wrapper_overhead",
     "cosmos_bench",
     "cosmos_cost",
+    "token_accuracy",
 )
 
 

@@ -107,7 +107,7 @@ def test_published_names_are_accepted() -> None:
     config = ReducerConfig(
         max_tokens=4000,
         target_tokens=2000,
-        token_counter=len,
+        token_counter=lambda message: 10,
         inject_summary=True,
         summarize_fn=lambda pruned: "s",
         summary_message_factory=lambda text, count: [{"role": "user", "content": text}],

