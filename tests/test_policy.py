@@ -9,7 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentstate_reducer import MessageReducer, ReducerConfig
-from agentstate_reducer.policy import ClearToolOutputs, DropOldest, Summarize, TruncateLargest
+from agentstate_reducer.policy import (
+    DEFAULT_PLACEHOLDER,
+    ClearToolOutputs,
+    DropOldest,
+    Summarize,
+    TruncateLargest,
+)
+from agentstate_reducer.tokens import estimate_tokens
 
 from .strategies import Msg, conversations, rendered, shapes
 from .test_properties import callers, positions, tokens_of
@@ -116,10 +123,26 @@ def tool_chat(turns: int, output: str = "x" * 200) -> list[dict[str, Any]]:
     return out
 
 
+def estimated(messages: list[Any]) -> int:
+    """The default estimate of a list (what a token-mode reducer counts by default)."""
+    return sum(estimate_tokens(m) for m in messages)
+
+
+def cleared(messages: list[Any], keep_last: int) -> list[Any]:
+    """``messages`` with the tool outputs older than the newest ``keep_last`` cleared."""
+    tools = [i for i, m in enumerate(messages) if m["role"] == "tool"]
+    old = set(tools[: max(0, len(tools) - keep_last)])
+    return [
+        {**m, "content": DEFAULT_PLACEHOLDER} if i in old else m for i, m in enumerate(messages)
+    ]
+
+
 def test_clear_tool_outputs_keeps_pairs_and_the_newest_outputs() -> None:
     step = ClearToolOutputs(keep_last=2)
-    reducer = MessageReducer(config=ReducerConfig(max_tokens=400, policy=[step, DropOldest()]))
     history = tool_chat(6)
+    # A budget that clearing four of the six outputs meets, and the whole list does not.
+    budget = (estimated(cleared(history, 2)) + estimated(history)) // 2
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=budget, policy=[step, DropOldest()]))
     result = reducer.reduce(existing=history)
     assert len(result.surviving) == len(history) and result.pruned == []
     tools = [m for m in result.surviving if m["role"] == "tool"]
@@ -148,16 +171,22 @@ def test_cleared_outputs_are_not_touched_again() -> None:
 
 
 def test_steps_stop_once_the_list_fits() -> None:
+    history = tool_chat(8)
+    after_clearing = estimated(cleared(history, 1))
+    enough = (after_clearing + estimated(history)) // 2
     reducer = MessageReducer(
-        config=ReducerConfig(max_tokens=400, policy=[ClearToolOutputs(keep_last=1), DropOldest()])
+        config=ReducerConfig(
+            max_tokens=enough, policy=[ClearToolOutputs(keep_last=1), DropOldest()]
+        )
     )
-    result = reducer.reduce(existing=tool_chat(8))
+    result = reducer.reduce(existing=history)
     assert [r.step for r in result.steps] == ["clear_tool_outputs"]
+    short = after_clearing // 2
     heavy = MessageReducer(
-        config=ReducerConfig(max_tokens=100, policy=[ClearToolOutputs(keep_last=1), DropOldest()])
-    ).reduce(existing=tool_chat(8))
+        config=ReducerConfig(max_tokens=short, policy=[ClearToolOutputs(keep_last=1), DropOldest()])
+    ).reduce(existing=history)
     assert [r.step for r in heavy.steps] == ["clear_tool_outputs", "drop_oldest"]
-    assert heavy.steps[1].touched == heavy.pruned and heavy.tokens_after <= 100
+    assert heavy.steps[1].touched == heavy.pruned and heavy.tokens_after <= short
 
 
 def test_truncate_cuts_an_oversized_newest_tool_output_with_a_marker() -> None:
@@ -246,11 +275,14 @@ def test_summarize_step_summarises_what_it_drops() -> None:
 
 def test_reply_reserve_shrinks_the_history_budget() -> None:
     history = tool_chat(4, output="y" * 40)
-    plain = MessageReducer(config=ReducerConfig(max_tokens=200)).reduce(existing=history)
-    reserved = MessageReducer(config=ReducerConfig(max_tokens=200, reply_reserve=80)).reduce(
-        existing=history
-    )
-    assert plain.tokens_after <= 200 and reserved.tokens_after <= 120 < plain.tokens_after
+    budget = estimated(history) * 3 // 4
+    reserve = budget // 3
+    plain = MessageReducer(config=ReducerConfig(max_tokens=budget)).reduce(existing=history)
+    reserved = MessageReducer(
+        config=ReducerConfig(max_tokens=budget, reply_reserve=reserve)
+    ).reduce(existing=history)
+    assert plain.tokens_after <= budget
+    assert reserved.tokens_after <= budget - reserve < plain.tokens_after
 
 
 def test_apply_step_runs_exactly_one_step() -> None:
