@@ -125,6 +125,8 @@ class ReduceContext:
 
     def turns(self) -> list[range]:
         starts = self.state.turn_starts()
+        if not starts:
+            return []  # no human message, so no user turn
         bounds = [*starts[1:], len(self.messages)]
         return [range(a, b) for a, b in zip(starts, bounds, strict=True)]
 

@@ -263,6 +263,9 @@ class ReductionStep:
 class ClearToolOutputs(ReductionStep):
     """Replace old tool outputs with a placeholder, keeping every call and result.
 
+    An output that counts no more tokens than the placeholder is left as it is (clearing
+    it would only lose its text).
+
     Attributes:
         keep_last: Tool results kept as they are, counted from the newest.
         placeholder: The text that replaces a cleared output.
@@ -289,6 +292,8 @@ class ClearToolOutputs(ReductionStep):
             if content == self.placeholder or not content:
                 continue
             cleared = with_content(message, self.placeholder)
+            if context.count(cleared) >= context.tokens[position]:
+                continue  # an output no longer than the placeholder: clearing saves nothing
             context.replace(position, cleared)
             touched.append(cleared)
         return touched
