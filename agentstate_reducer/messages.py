@@ -10,7 +10,10 @@ Supported without importing any framework:
   known message class name (``HumanMessage``, ``AIMessage``, ...).
 
 Tool calls are read in both LangChain form (``{"id", "name", "args"}``) and OpenAI form
-(``{"id", "type": "function", "function": {"name", "arguments"}}``).
+(``{"id", "type": "function", "function": {"name", "arguments"}}``), and so is OpenAI's
+legacy function calling: an ai message's ``function_call`` (``{"name", "arguments"}``, at the
+top level or in ``additional_kwargs`` as LangChain keeps it), answered by a ``function``
+message that carries the function's ``name``.
 """
 
 from __future__ import annotations
@@ -70,9 +73,11 @@ class MessageView(NamedTuple):
     unknown roles, the lowercased original."""
     id: str | None
     call_ids: tuple[str, ...]
-    """Ids of the tool calls an ai message makes (empty for other roles)."""
+    """Ids of the tool calls an ai message makes, then the :func:`function_call_key` of its
+    legacy ``function_call`` if it has one (empty for other roles)."""
     result_for: str | None
-    """For a tool message, the id of the tool call it answers."""
+    """For a tool message, the id of the tool call it answers; for a function message, the
+    :func:`function_call_key` of the function it answers."""
     summary: bool = False
     """Whether the message is a summary block (see :func:`is_summary`)."""
 
@@ -84,6 +89,21 @@ SUMMARY_SOURCE = "summarization"
 #: The first line of the default summary text. Plain role dicts (OpenAI format) carry no
 #: metadata a provider would accept, so a summary among them is recognised by this header.
 SUMMARY_HEADER = "Summary of the earlier conversation:\n"
+
+
+#: How a legacy function call's link key starts (see :func:`function_call_key`).
+FUNCTION_CALL_KEY_PREFIX = "function_call:"
+
+
+def function_call_key(name: str) -> str:
+    """The key that links a legacy ``function_call`` of function ``name`` to its result.
+
+    Legacy calls have no id: the protocol is one call, answered by the next ``function``
+    message of the same name. So the call and its result share this key (in
+    :attr:`MessageView.call_ids` and :attr:`MessageView.result_for`), and the planner pairs
+    a result with the newest unanswered call of that name.
+    """
+    return FUNCTION_CALL_KEY_PREFIX + name
 
 
 def is_serialized(msg: Mapping[str, Any]) -> bool:
@@ -195,6 +215,46 @@ def tool_calls_of(msg: Any) -> list[Any]:
     return list(calls)
 
 
+def function_call_of(msg: Any) -> Any:
+    """The legacy ``function_call`` of an ai message (``{"name", "arguments"}``, or an object
+    with those attributes), in whatever form it holds, or None when it has none.
+
+    Read from the message itself first, then from its ``additional_kwargs`` (where LangChain
+    keeps it), as :func:`tool_calls_of` reads tool calls.
+    """
+    fields = _fields(msg)
+    if fields is not None:
+        call = fields.get("function_call")
+        if not call:
+            extra = fields.get("additional_kwargs")
+            call = extra.get("function_call") if isinstance(extra, Mapping) else None
+    else:
+        call = getattr(msg, "function_call", None)
+        if not call:
+            extra = getattr(msg, "additional_kwargs", None)
+            call = extra.get("function_call") if isinstance(extra, Mapping) else None
+    return call or None
+
+
+def function_call_name_of(msg: Any) -> str | None:
+    """The name of the function an ai message calls with a legacy ``function_call``, or
+    None when it makes no such call (or the call has no name, which nothing can answer)."""
+    call = function_call_of(msg)
+    if call is None:
+        return None
+    name = call.get("name") if isinstance(call, Mapping) else getattr(call, "name", None)
+    return name if isinstance(name, str) and name else None
+
+
+def function_name_of(msg: Any) -> str | None:
+    """For a ``function`` message (a legacy function result), the name of the function it
+    answers; None when it has no name. Read for any message, so only meaningful for that role
+    (LangChain gives every message an optional ``name``)."""
+    fields = _fields(msg)
+    value = fields.get("name") if fields is not None else getattr(msg, "name", None)
+    return value if isinstance(value, str) and value else None
+
+
 def _call_id(call: Any) -> str | None:
     value = call.get("id") if isinstance(call, Mapping) else getattr(call, "id", None)
     return value if isinstance(value, str) and value else None
@@ -225,6 +285,22 @@ def tool_call_parts(call: Any) -> tuple[str, str]:
             return str(function.get("name") or ""), _as_text(function.get("arguments"))
         return str(call.get("name") or ""), _as_text(call.get("args"))
     return str(getattr(call, "name", "") or ""), _as_text(getattr(call, "args", None))
+
+
+def _function_call_parts(call: Any) -> tuple[str, str]:
+    if isinstance(call, Mapping):
+        return str(call.get("name") or ""), _as_text(call.get("arguments"))
+    return str(getattr(call, "name", "") or ""), _as_text(getattr(call, "arguments", None))
+
+
+def call_parts_of(msg: Any) -> list[tuple[str, str]]:
+    """``(name, arguments-as-text)`` of every call an ai message makes: its tool calls (as
+    :func:`tool_call_parts` reads them), then its legacy ``function_call``."""
+    parts = [tool_call_parts(call) for call in tool_calls_of(msg)]
+    function_call = function_call_of(msg)
+    if function_call is not None:
+        parts.append(_function_call_parts(function_call))
+    return parts
 
 
 def _as_text(value: Any) -> str:
@@ -294,14 +370,24 @@ def _summary_fast(msg: Any, fields: Mapping[str, Any] | None) -> bool:
 
 
 def fingerprint(msg: Any) -> str:
-    """A digest of what a message says: role, id, content, tool calls and the call it
-    answers. Equal for equal messages of any shape, different when any of those differ
-    (an edited message, the same id in another conversation)."""
+    """A digest of what a message says: role, id, content, tool calls (a legacy
+    ``function_call`` included) and the call it answers. Equal for equal messages of any
+    shape, different when any of those differ (an edited message, the same id in another
+    conversation)."""
     import hashlib
     import json
 
+    role = role_of(msg)
     calls = [(_call_id(call), *tool_call_parts(call)) for call in tool_calls_of(msg)]
-    parts = [role_of(msg), id_of(msg), content_of(msg), calls, tool_call_id_of(msg)]
+    # Only legacy messages gain a part, so every other message keeps the digest it had.
+    function_call = function_call_of(msg)
+    if function_call is not None:
+        calls.append((None, *_function_call_parts(function_call)))
+    answered = tool_call_id_of(msg)
+    if role == FUNCTION:
+        name = function_name_of(msg)
+        answered = None if name is None else function_call_key(name)
+    parts = [role, id_of(msg), content_of(msg), calls, answered]
     text = json.dumps(parts, ensure_ascii=False, separators=(",", ":"), default=repr)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
@@ -377,21 +463,42 @@ def read_view(msg: Any) -> MessageView:
     if role == AI:
         calls = fields.get("tool_calls") if fields is not None else getattr(msg, "tool_calls", None)
         if not calls:  # also looks in additional_kwargs
-            return MessageView(
-                role, message_id, tool_call_ids_of(msg), None, _summary_fast(msg, fields)
-            )
-        if type(calls) is not list:
+            ids = tool_call_ids_of(msg)
+        elif type(calls) is not list:
             return general_view(msg)
-        ids = []
-        for call in calls:
-            if type(call) is not dict:
+        else:
+            found_ids = []
+            for call in calls:
+                if type(call) is not dict:
+                    return general_view(msg)
+                call_id = call.get("id")
+                if call_id is not None and type(call_id) is not str:
+                    return general_view(msg)
+                if call_id:
+                    found_ids.append(call_id)
+            ids = tuple(found_ids)
+        function_call = (
+            fields.get("function_call")
+            if fields is not None
+            else getattr(msg, "function_call", None)
+        )
+        if not function_call and extra:  # extra is a dict here
+            function_call = extra.get("function_call")
+        if function_call:
+            if type(function_call) is not dict:
                 return general_view(msg)
-            call_id = call.get("id")
-            if call_id is not None and type(call_id) is not str:
+            name = function_call.get("name")
+            if name is not None and type(name) is not str:
                 return general_view(msg)
-            if call_id:
-                ids.append(call_id)
-        return MessageView(role, message_id, tuple(ids), None, _summary_fast(msg, fields))
+            if name:
+                ids += (function_call_key(name),)
+        return MessageView(role, message_id, ids, None, _summary_fast(msg, fields))
+    if role == FUNCTION:
+        name = fields.get("name") if fields is not None else getattr(msg, "name", None)
+        if name is not None and type(name) is not str:
+            return general_view(msg)
+        answered = function_call_key(name) if name else None
+        return MessageView(role, message_id, (), answered, _summary_fast(msg, fields))
     if role == TOOL:
         answered = (
             fields.get("tool_call_id") if fields is not None else getattr(msg, "tool_call_id", None)
@@ -404,8 +511,9 @@ def read_view(msg: Any) -> MessageView:
 
 def general_view(msg: Any) -> MessageView:
     """The view of ``msg`` read through the public accessors (:func:`role_of`,
-    :func:`id_of`, :func:`tool_call_ids_of`, :func:`tool_call_id_of`): the specification
-    :func:`read_view` is a fast path of.
+    :func:`id_of`, :func:`tool_call_ids_of`, :func:`function_call_name_of`,
+    :func:`tool_call_id_of`, :func:`function_name_of`): the specification :func:`read_view`
+    is a fast path of.
 
     Raises:
         TypeError: ``msg`` is not a message.
@@ -414,7 +522,15 @@ def general_view(msg: Any) -> MessageView:
     message_id = id_of(msg)
     summary = is_summary(msg)
     if role == AI:
-        return MessageView(role, message_id, tool_call_ids_of(msg), None, summary)
+        ids = tool_call_ids_of(msg)
+        name = function_call_name_of(msg)
+        if name is not None:
+            ids += (function_call_key(name),)
+        return MessageView(role, message_id, ids, None, summary)
+    if role == FUNCTION:
+        name = function_name_of(msg)
+        answered = None if name is None else function_call_key(name)
+        return MessageView(role, message_id, (), answered, summary)
     if role == TOOL:
         return MessageView(role, message_id, (), tool_call_id_of(msg), summary)
     return MessageView(role, message_id, (), None, summary)

@@ -2,8 +2,9 @@
 
 Rules, in the words of the README:
 
-* only human and ai messages are pruned directly; a tool result goes only with the ai
-  message that called it (when cascading); system, function and unknown roles stay;
+* only human and ai messages are pruned directly; a tool result, or a legacy function
+  result, goes only with the ai message that called it (when cascading); system and unknown
+  roles stay, and so does a result that answers no call;
 * a summary block (``MessageView.summary``) is never pruned as an ordinary message: a
   summarising prune folds it into the new summary instead (``fold=True``), and it does not
   start a user turn;
@@ -14,7 +15,8 @@ Rules, in the words of the README:
   question is bounded too;
 * pruning takes the prunable messages of a *window* ``[start, end)``; everything at or after
   ``end`` stays. ``end`` never passes the newest message, and never falls between an ai
-  message and any of its tool results, so no call loses a result and no result its call;
+  message and any of its tool (or function) results, so no call loses a result and no
+  result its call;
 * with ``start_on_human``, ``end`` is at a human message (whole user turns go) or inside
   the newest turn (its question kept, so the history still starts on it), and with
   ``keep_groups`` it never passes the start of the newest ``keep_groups`` user turns;
@@ -32,6 +34,12 @@ tool links) for one list, and keeps it as the list grows and is pruned, so a cha
 grows by a turn and is pruned from the front costs work in proportion to what was added
 and what was pruned, not to the whole window. Positions carry sequence numbers that only
 grow, so tool links survive the compaction that pruning does.
+
+A tool result is linked to the ai message whose call has its id. A legacy function call has
+no id: its key (:func:`~agentstate_reducer.messages.function_call_key`) names the function,
+and a function result is linked to the newest unanswered call of that name, which it then
+answers, so a function called again in a later turn pairs with its own result, and a
+second result of one call answers nothing.
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from .messages import AI, HUMAN, SYSTEM, TOOL, MessageView
+from .messages import AI, FUNCTION, HUMAN, SYSTEM, TOOL, MessageView
 
 if TYPE_CHECKING:
     from .config import ReducerConfig
@@ -125,7 +133,9 @@ class PlanState:
         # For a linked tool result: the sequence number of its (prunable) caller.
         self._caller_seq: list[int] = []
         self._next_seq = 0
-        self._caller_of_call: dict[str, int] = {}  # call id -> caller's seq
+        # call id or function-call key -> caller's seq; a function-call key is removed
+        # once answered (one call, one result).
+        self._caller_of_call: dict[str, int] = {}
         self._last_result: dict[int, int] = {}  # caller's seq -> seq of its last result
         self._human_seqs: list[int] = []  # where each user turn starts, oldest first
 
@@ -155,8 +165,12 @@ class PlanState:
                 if role == AI and prunable and cascade:
                     for call_id in view.call_ids:
                         caller_of_call[call_id] = seq
-            elif role == TOOL and cascade and view.result_for is not None:
-                found = caller_of_call.get(view.result_for)
+            elif role in (TOOL, FUNCTION) and cascade and view.result_for is not None:
+                found = (
+                    caller_of_call.get(view.result_for)
+                    if role == TOOL
+                    else caller_of_call.pop(view.result_for, None)
+                )
                 if found is not None:
                     caller = found
                     prunable = True

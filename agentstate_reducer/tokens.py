@@ -36,11 +36,10 @@ from typing import Any
 from .messages import (
     AI,
     MessageView,
+    call_parts_of,
     content_of,
     raw_role_of,
     role_of,
-    tool_call_parts,
-    tool_calls_of,
     view_of,
 )
 
@@ -279,8 +278,7 @@ def _message_tokens(message: Any, text_tokens: Callable[[str], int]) -> int:
     """Framing, content and (for ai messages) tool-call names and arguments."""
     total = MESSAGE_OVERHEAD + _content_tokens(content_of(message), text_tokens)
     if role_of(message) == AI:
-        for call in tool_calls_of(message):
-            name, arguments = tool_call_parts(call)
+        for name, arguments in call_parts_of(message):  # a legacy function_call too
             total += TOOL_CALL_OVERHEAD + text_tokens(name) + text_tokens(arguments)
     return total
 
@@ -699,11 +697,7 @@ class TokenCounter:
         if view.id is not None:
             content = content_of(message)
             if type(content) is str:
-                calls = (
-                    tuple(tool_call_parts(call) for call in tool_calls_of(message))
-                    if view.call_ids
-                    else ()
-                )
+                calls = tuple(call_parts_of(message)) if view.call_ids else ()
                 key = (view.id, view.role, content, view.call_ids, calls)
                 cached = self._cache.get(key)
                 if cached is not None:

@@ -2,7 +2,10 @@
 
 Providers reject histories that break the tool-call protocol: every ai message with tool
 calls must be followed directly by one tool result per call, and a tool result must answer
-a call of the ai message it follows. Several also want the conversation (after system
+a call of the ai message it follows. OpenAI's legacy function calling is held to the same
+rule: an ai message's ``function_call`` must be followed directly by one ``function``
+message of that name (the run of results after an ai message may mix both kinds), and a
+function message must answer it. Several also want the conversation (after system
 messages) to open with a user message.
 """
 
@@ -11,12 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .messages import AI, HUMAN, SYSTEM, TOOL, MessageView
+from .messages import AI, FUNCTION, FUNCTION_CALL_KEY_PREFIX, HUMAN, SYSTEM, TOOL, MessageView
 
 OVER_BUDGET = "over_budget"
 ORPHAN_RESULT = "orphan_result"
 DANGLING_CALL = "dangling_call"
 BAD_FIRST_MESSAGE = "bad_first_message"
+
+_RESULT_ROLES = (TOOL, FUNCTION)
 
 
 @dataclass(frozen=True)
@@ -75,31 +80,40 @@ def find_problems(
             caller_at = position
             waiting = list(view.call_ids)
             position += 1
-            while position < len(views) and views[position].role == TOOL:
+            while position < len(views) and views[position].role in _RESULT_ROLES:
                 answered = views[position].result_for
                 if answered in waiting:
                     waiting.remove(answered)
                 else:
-                    problems.append(_orphan(position, answered, "the ai message before it"))
+                    problems.append(_orphan(position, views[position], "the ai message before it"))
                 position += 1
             for call_id in waiting:
                 problems.append(
                     Problem(
                         DANGLING_CALL,
                         caller_at,
-                        f"tool call {call_id!r} has no result right after its ai message",
+                        f"{_call_name(call_id)} has no result right after its ai message",
                     )
                 )
             continue
-        if view.role == TOOL:
-            problems.append(_orphan(position, view.result_for, "an ai message right before it"))
+        if view.role in _RESULT_ROLES:
+            problems.append(_orphan(position, view, "an ai message right before it"))
         position += 1
     return sorted(problems, key=lambda p: -1 if p.index is None else p.index)
 
 
-def _orphan(position: int, call_id: str | None, where: str) -> Problem:
-    return Problem(
-        ORPHAN_RESULT,
-        position,
-        f"tool result for call {call_id!r} does not answer a call of {where}",
-    )
+def _call_name(call_id: str) -> str:
+    """How a problem names a call: a legacy function call by its function's name."""
+    if call_id.startswith(FUNCTION_CALL_KEY_PREFIX):
+        return f"function_call {call_id.removeprefix(FUNCTION_CALL_KEY_PREFIX)!r}"
+    return f"tool call {call_id!r}"
+
+
+def _orphan(position: int, result: MessageView, where: str) -> Problem:
+    answered = result.result_for
+    if result.role == FUNCTION:
+        name = None if answered is None else answered.removeprefix(FUNCTION_CALL_KEY_PREFIX)
+        detail = f"function result for {name!r} does not answer a function_call of {where}"
+    else:
+        detail = f"tool result for call {answered!r} does not answer a call of {where}"
+    return Problem(ORPHAN_RESULT, position, detail)

@@ -1,5 +1,8 @@
 """Shared hypothesis strategies: random tool-calling conversations in every supported shape.
 
+Tool calls come in both protocols: tool calls with ids, and OpenAI's legacy function calls
+(an ai message's ``function_call``, answered by a ``function`` message of that name).
+
 A conversation is first drawn as abstract :class:`Msg` records (role, id, content, tool
 calls, the call a result answers), then rendered into one of the shapes the reducer must
 read: OpenAI dicts, LangChain dicts, LangChain's serialised dicts, LangChain message
@@ -29,6 +32,10 @@ class Msg:
     content: str
     call_ids: tuple[str, ...] = ()
     result_for: str | None = None
+    function_call: str | None = None
+    """For an ai message, the function it calls the legacy way (no id)."""
+    function: str | None = None
+    """For a function message, the function whose result it is (None: no name)."""
 
 
 @dataclass
@@ -40,6 +47,8 @@ class Duck:
     id: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     tool_call_id: str | None = None
+    function_call: dict[str, Any] | None = None
+    name: str | None = None
 
 
 _words = st.text(
@@ -47,12 +56,19 @@ _words = st.text(
 )
 
 
+#: Few names, so the same function is called again in later turns.
+FUNCTIONS = ("get_weather", "lookup")
+
+
 @st.composite
-def conversations(draw: st.DrawFn, max_turns: int = 8) -> list[Msg]:
+def conversations(draw: st.DrawFn, max_turns: int = 8, *, strays: bool = True) -> list[Msg]:
     """A plausible agent history: optional system prompt, then user turns with tool loops.
 
-    Also sprinkles the odd mid-list system message, a ``developer`` message (an unknown
-    role) and a legacy ``function`` message.
+    A step of a loop makes tool calls, a legacy function call, or both at once, each
+    followed directly by all its results in any order. The odd mid-list system message and
+    ``developer`` message (an unknown role) are sprinkled in; with ``strays``, so are what
+    breaks the protocol: a ``function`` message that answers no call (named like the
+    functions called, or nameless) and a legacy function call left without its result.
     """
     serial = next(_counter)
     ids = (f"m{serial}-{n}" for n in itertools.count())
@@ -60,29 +76,73 @@ def conversations(draw: st.DrawFn, max_turns: int = 8) -> list[Msg]:
     out: list[Msg] = []
     if draw(st.booleans()):
         out.append(Msg("system", next(ids), draw(_words)))
+    extras = ["none"] * 6 + ["system", "developer"] + (["function"] if strays else [])
     for _ in range(draw(st.integers(0, max_turns))):
-        extra = draw(st.sampled_from(["none"] * 6 + ["system", "developer", "function"]))
-        if extra != "none":
+        extra = draw(st.sampled_from(extras))
+        if extra == "function":
+            function = draw(st.sampled_from([*FUNCTIONS, None]))
+            out.append(Msg("function", next(ids), draw(_words), function=function))
+        elif extra != "none":
             out.append(Msg(extra, next(ids), draw(_words)))
         out.append(Msg("human", next(ids), draw(_words)))
         for _ in range(draw(st.integers(0, 2))):
-            call_ids = tuple(next(calls) for _ in range(draw(st.integers(1, 3))))
-            out.append(Msg("ai", next(ids), draw(_words), call_ids=call_ids))
+            kind = draw(st.sampled_from(["tools"] * 3 + ["function", "both"]))
+            call_ids = ()
+            if kind != "function":
+                call_ids = tuple(next(calls) for _ in range(draw(st.integers(1, 3))))
+            function = draw(st.sampled_from(FUNCTIONS)) if kind != "tools" else None
+            ai = Msg("ai", next(ids), draw(_words), call_ids=call_ids, function_call=function)
+            out.append(ai)
             results = [Msg("tool", next(ids), draw(_words), result_for=c) for c in call_ids]
+            if function is not None and not (strays and draw(st.integers(0, 5)) == 0):
+                results.append(Msg("function", next(ids), draw(_words), function=function))
             out.extend(draw(st.permutations(results)))
         if draw(st.booleans()):
             out.append(Msg("ai", next(ids), draw(_words)))
     return out
 
 
+def callers(records: list[Msg]) -> dict[int, int]:
+    """Result position -> position of the ai message whose call it answers.
+
+    A tool result answers the call with its id. A function result follows the legacy rule:
+    it answers the newest unanswered function call of its name, which it closes.
+    """
+    made: dict[str, int] = {}
+    unanswered: dict[str, int] = {}
+    out: dict[int, int] = {}
+    for i, m in enumerate(records):
+        if m.role == "ai":
+            for c in m.call_ids:
+                made[c] = i
+            if m.function_call is not None:
+                unanswered[m.function_call] = i
+        elif m.role == "tool" and m.result_for in made:
+            out[i] = made[m.result_for]
+        elif m.role == "function" and m.function in unanswered:
+            out[i] = unanswered.pop(m.function)
+    return out
+
+
 _OPENAI_ROLE = {"human": "user", "ai": "assistant"}
 
 
+def _function_call(msg: Msg) -> dict[str, Any]:
+    return {"name": msg.function_call, "arguments": json.dumps({"q": msg.content})}
+
+
 def render(msg: Msg, shape: str) -> Any:
-    """Render one abstract message in ``shape``."""
+    """Render one abstract message in ``shape``.
+
+    A legacy function call sits at the top level in OpenAI dicts (content None when empty,
+    as OpenAI sends it) and in ``additional_kwargs`` everywhere else, as LangChain keeps it.
+    """
     if shape == "openai":
         out: dict[str, Any] = {"role": _OPENAI_ROLE.get(msg.role, msg.role), "content": msg.content}
         out["id"] = msg.id
+        if msg.function_call is not None:
+            out["function_call"] = _function_call(msg)
+            out["content"] = msg.content or None
         if msg.call_ids:
             out["tool_calls"] = [
                 {
@@ -94,9 +154,15 @@ def render(msg: Msg, shape: str) -> Any:
             ]
         if msg.result_for:
             out["tool_call_id"] = msg.result_for
+        if msg.function is not None:
+            out["name"] = msg.function
         return out
     if shape == "langchain_dict":
         out = {"type": msg.role, "content": msg.content, "id": msg.id}
+        if msg.function_call is not None:
+            out["additional_kwargs"] = {"function_call": _function_call(msg)}
+        if msg.function is not None:
+            out["name"] = msg.function
         if msg.call_ids:
             out["tool_calls"] = [
                 {"id": c, "name": "lookup", "args": {"q": msg.content}} for c in msg.call_ids
@@ -118,6 +184,8 @@ def render(msg: Msg, shape: str) -> Any:
             id=msg.id,
             tool_calls=[{"id": c, "name": "lookup", "args": {}} for c in msg.call_ids],
             tool_call_id=msg.result_for,
+            function_call=None if msg.function_call is None else _function_call(msg),
+            name=msg.function,
         )
     raise ValueError(shape)
 
@@ -136,13 +204,14 @@ def _langchain(msg: Msg) -> Any:
         return HumanMessage(content=msg.content, id=msg.id)
     if msg.role == "ai":
         calls = [{"id": c, "name": "lookup", "args": {"q": msg.content}} for c in msg.call_ids]
-        return AIMessage(content=msg.content, id=msg.id, tool_calls=calls)
+        extra = {} if msg.function_call is None else {"function_call": _function_call(msg)}
+        return AIMessage(content=msg.content, id=msg.id, tool_calls=calls, additional_kwargs=extra)
     if msg.role == "system":
         return SystemMessage(content=msg.content, id=msg.id)
     if msg.role == "tool":
         return ToolMessage(content=msg.content, id=msg.id, tool_call_id=msg.result_for)
-    if msg.role == "function":
-        return FunctionMessage(content=msg.content, id=msg.id, name="lookup")
+    if msg.role == "function" and msg.function is not None:
+        return FunctionMessage(content=msg.content, id=msg.id, name=msg.function)
     return ChatMessage(role=msg.role, content=msg.content, id=msg.id)
 
 
@@ -172,11 +241,12 @@ class CallObject:
 _ODD_STRINGS = st.one_of(
     st.sampled_from(["", "x", "call-1", "m-1"]), st.builds(IdText, st.sampled_from(["", "i"]))
 )
+_ROLE_NAMES = "user human assistant ai AI tool system chat developer agent"
 _ROLE_VALUES = st.one_of(
     st.none(),
-    st.sampled_from(
-        ["user", "human", "assistant", "ai", "AI", "tool", "system", "chat", "developer", "agent"]
-    ),
+    st.sampled_from(_ROLE_NAMES.split()),
+    # A branch of its own: the legacy result role is read by a path of its own.
+    st.sampled_from(["function", "FunctionMessageChunk"]),
     st.builds(IdText, st.sampled_from(["user", "tool", "ai"])),
     st.integers(0, 3),
 )
@@ -203,6 +273,35 @@ def _tool_call(draw: st.DrawFn) -> Any:
     return _mapping(draw, body) if form == "mapping" else body
 
 
+@dataclass
+class FunctionCallObject:
+    """A legacy function call held as an object (as the OpenAI SDK's ``FunctionCall``)."""
+
+    name: Any
+    arguments: str = "{}"
+
+
+_NAME_VALUES = st.one_of(st.none(), _ODD_STRINGS, st.integers(0, 3))
+
+
+@st.composite
+def _function_call_value(draw: st.DrawFn) -> Any:
+    """A legacy ``function_call`` value, usual or odd: a dict or mapping with any ``name``,
+    an object, or an empty or non-call value."""
+    form = draw(st.sampled_from(["dict"] * 3 + ["mapping", "object", "nameless", "empty", "text"]))
+    if form == "empty":
+        return draw(st.sampled_from([None, {}, ""]))
+    if form == "text":
+        return "get_weather"
+    if form == "nameless":
+        return {"arguments": "{}"}
+    name = draw(_NAME_VALUES)
+    if form == "object":
+        return FunctionCallObject(name)
+    body = {"name": name, "arguments": "{}"}
+    return _mapping(draw, body) if form == "mapping" else body
+
+
 @st.composite
 def _fields(draw: st.DrawFn) -> dict[str, Any]:
     fields: dict[str, Any] = {}
@@ -219,6 +318,14 @@ def _fields(draw: st.DrawFn) -> dict[str, Any]:
             fields["additional_kwargs"] = _mapping(draw, fields["additional_kwargs"])
     if draw(st.booleans()):
         fields["tool_call_id"] = draw(_ID_VALUES)
+    if draw(st.booleans()):
+        fields["function_call"] = draw(_function_call_value())
+    if draw(st.booleans()):
+        extra = fields.get("additional_kwargs", {})
+        if isinstance(extra, dict):
+            fields["additional_kwargs"] = {**extra, "function_call": draw(_function_call_value())}
+    if draw(st.booleans()):
+        fields["name"] = draw(_NAME_VALUES)
     if draw(st.integers(0, 3)) == 0:
         fields["content"] = draw(
             st.sampled_from(["Summary of the earlier conversation:\nshort", IdText("Summary of")])
@@ -237,12 +344,14 @@ def _fields(draw: st.DrawFn) -> dict[str, Any]:
 def any_message(draw: st.DrawFn) -> Any:
     """A message of any shape the reader meets, including odd ones: ``role: None``, non-dict
     mappings (top level or as LangChain's serialised ``data``), ``str`` subclasses, ids that
-    are not strings, tool calls as tuples or objects, and things that are not messages."""
+    are not strings, tool calls as tuples or objects, legacy function calls and function
+    results with any ``name``, and things that are not messages."""
     kind = draw(st.sampled_from(["role_dict", "type_dict", "serialized", "duck", "langchain"]))
     if kind == "langchain":
-        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        from langchain_core.messages import AIMessage, FunctionMessage, HumanMessage, ToolMessage
 
         call = {"id": draw(st.sampled_from(["c1", "c2"])), "name": "f", "args": {}}
+        function_call = {"name": draw(st.sampled_from(["f", "g", ""])), "arguments": "{}"}
         return draw(
             st.sampled_from(
                 [
@@ -250,6 +359,11 @@ def any_message(draw: st.DrawFn) -> Any:
                     AIMessage("", id="a1", tool_calls=[call]),
                     AIMessage("", additional_kwargs={"tool_calls": [{**call, "type": "function"}]}),
                     ToolMessage("r", tool_call_id="c1"),
+                    AIMessage("", id="a2", additional_kwargs={"function_call": function_call}),
+                    AIMessage(
+                        "", tool_calls=[call], additional_kwargs={"function_call": function_call}
+                    ),
+                    FunctionMessage("r", name=draw(st.sampled_from(["f", "g", ""])), id="f1"),
                 ]
             )
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 
 from agentstate_reducer.messages import general_view, read_view
 from tests.strategies import any_message
@@ -17,12 +17,14 @@ def _view_or_error(read: Any, message: Any) -> Any:
         return TypeError
 
 
+@settings(max_examples=1000)
 @given(any_message())
 def test_the_fast_reader_gives_the_view_the_general_accessors_give(message: Any) -> None:
     """For every shape (usual and odd: non-dict mappings, ``role: None``, ``str``
-    subclasses, non-string ids, tool calls as tuples or objects), ``read_view`` returns the
-    same view as ``general_view`` (built from role_of, id_of, tool_call_ids_of and
-    tool_call_id_of), or both refuse the value as not a message."""
+    subclasses, non-string ids, tool calls as tuples or objects, legacy function calls and
+    function results with odd names), ``read_view`` returns the same view as
+    ``general_view`` (built from role_of, id_of, tool_call_ids_of, function_call_name_of,
+    tool_call_id_of and function_name_of), or both refuse the value as not a message."""
     assert _view_or_error(read_view, message) == _view_or_error(general_view, message)
 
 

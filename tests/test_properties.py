@@ -1,4 +1,5 @@
-"""The reducer's invariants, over random tool-calling conversations in every message shape."""
+"""The reducer's invariants, over random tool-calling conversations (tool calls and legacy
+function calls) in every message shape."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 
 from agentstate_reducer import MessageReducer, ReducerConfig
 
-from .strategies import Msg, conversations, rendered, shapes
+from .strategies import Msg, callers, conversations, rendered, shapes
 
 EXAMPLES = settings(max_examples=250, deadline=None)
 
@@ -49,18 +50,6 @@ def positions(result_part: list[Any], given: list[Any]) -> list[int]:
     return [where[id(m)] for m in result_part]
 
 
-def callers(records: list[Msg]) -> dict[int, int]:
-    """Tool-result position -> position of the ai message that made the call."""
-    made: dict[str, int] = {}
-    out: dict[int, int] = {}
-    for i, m in enumerate(records):
-        for c in m.call_ids:
-            made[c] = i
-        if m.result_for in made:
-            out[i] = made[m.result_for]  # type: ignore[index]
-    return out
-
-
 def split(records: list[Msg], shape: str, reducer: MessageReducer, cut: int):
     messages = rendered(records, shape)
     result = reducer.reduce(existing=messages[:cut], new=messages[cut:])
@@ -83,7 +72,8 @@ def test_surviving_plus_pruned_is_exactly_the_input(records, shape, reducer, dat
 @EXAMPLES
 @given(conversations(), shapes, reducers())
 def test_tool_pairs_stay_whole(records, shape, reducer):
-    """With cascade on, no result survives without its call, no call without all its results."""
+    """With cascade on, no result (tool or legacy function) survives without its call, no
+    call without all its results."""
     messages, result = split(records, shape, reducer, len(records))
     kept = set(positions(result.surviving, messages))
     for result_at, call_at in callers(records).items():
@@ -93,12 +83,45 @@ def test_tool_pairs_stay_whole(records, shape, reducer):
 @EXAMPLES
 @given(conversations(), shapes, reducers())
 def test_only_human_and_ai_are_pruned_directly(records, shape, reducer):
-    """system, function and unknown roles are never pruned; tools only with their call."""
+    """system and unknown roles are never pruned; tool and function results only with
+    their call (a function result that answers no call stays)."""
     messages, result = split(records, shape, reducer, len(records))
     linked = callers(records)
     for at in positions(result.pruned, messages):
         role = records[at].role
-        assert role in ("human", "ai") or (role == "tool" and at in linked), role
+        assert role in ("human", "ai") or (role in ("tool", "function") and at in linked), role
+
+
+def protocol_problems(messages: list[Any]) -> set[tuple[str, int]]:
+    """``(kind, id(message))`` of each orphan result and dangling call ``validate`` finds."""
+    from agentstate_reducer.validate import DANGLING_CALL, ORPHAN_RESULT
+
+    problems = MessageReducer().validate(messages).problems
+    return {
+        (p.kind, id(messages[p.index]))
+        for p in problems
+        if p.kind in (ORPHAN_RESULT, DANGLING_CALL) and p.index is not None
+    }
+
+
+@EXAMPLES
+@given(conversations(strays=False), shapes, reducers())
+def test_a_valid_history_is_reduced_to_a_valid_one(records, shape, reducer):
+    """A history where every call is followed by its results has no orphan result and no
+    dangling call, and neither do its survivors."""
+    messages, result = split(records, shape, reducer, len(records))
+    assert protocol_problems(messages) == set()
+    assert protocol_problems(result.surviving) == set()
+
+
+@EXAMPLES
+@given(conversations(), shapes, reducers())
+def test_reducing_adds_no_protocol_problem(records, shape, reducer):
+    """Every orphan result and dangling call among the survivors was one in the input
+    (a function result that answers nothing, a function call without its result): pruning
+    never splits a call from its results."""
+    messages, result = split(records, shape, reducer, len(records))
+    assert protocol_problems(result.surviving) <= protocol_problems(messages)
 
 
 @EXAMPLES
@@ -198,7 +221,8 @@ def test_plan_matches_brute_force(records, shape, reducer):
 @EXAMPLES
 @given(conversations(), shapes, st.integers(1, 10), st.integers(0, 10))
 def test_cascade_off_prunes_only_human_and_ai(records, shape, max_messages, min_messages):
-    """With cascade off, tool results are never pruned, even when their call is."""
+    """With cascade off, tool and function results are never pruned, even when their call
+    is."""
     reducer = MessageReducer(
         config=ReducerConfig(
             min_messages=min(min_messages, max_messages),

@@ -36,12 +36,12 @@ from langchain_core.runnables import RunnableConfig
 from .._checks import check_callable, check_int, check_name, check_number
 from ..messages import (
     SUMMARY_HEADER,
+    call_parts_of,
     content_of,
+    function_name_of,
     is_summary,
     role_of,
     tool_call_id_of,
-    tool_call_parts,
-    tool_calls_of,
 )
 from ..tokens import estimate_text_tokens
 
@@ -70,7 +70,8 @@ _ROLE_NAMES = {"human": "User", "ai": "Assistant", "system": "System", "tool": "
 
 
 def transcript(messages: Sequence[Any]) -> str:
-    """``messages`` written out as ``Role: text`` lines, tool calls and results included."""
+    """``messages`` written out as ``Role: text`` lines, tool calls and results (legacy
+    function calls and results too) included."""
     lines: list[str] = []
     for message in messages:
         role = role_of(message)
@@ -79,11 +80,14 @@ def transcript(messages: Sequence[Any]) -> str:
             call = tool_call_id_of(message)
             lines.append(f"Tool result{f' ({call})' if call else ''}: {text}")
             continue
+        if role == "function":
+            function = function_name_of(message)
+            lines.append(f"Function result{f' ({function})' if function else ''}: {text}")
+            continue
         name = _ROLE_NAMES.get(role, role.capitalize())
         if text:
             lines.append(f"{name}: {text}")
-        for call in tool_calls_of(message):
-            tool, arguments = tool_call_parts(call)
+        for tool, arguments in call_parts_of(message):
             lines.append(f"{name} called tool {tool}({arguments})")
     return "\n".join(lines)
 
