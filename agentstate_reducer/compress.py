@@ -19,6 +19,7 @@ from typing import Any
 
 from ._calls import Outage
 from ._checks import check_callable, check_int, check_number
+from .errors import StepError
 from .messages import SYSTEM, content_of, fingerprint, view_of, with_content
 from .policy import ReductionStep, StepContext
 
@@ -142,7 +143,17 @@ class Compress(ReductionStep):
                 answers[position] = answer
             else:
                 asked.append(position)
-        if asked and self._outage.blocked() is None:
+        if asked and (waiting := self._outage.blocked()) is not None:
+            # Like a summarizer in its backoff: the reduce hears of it (raise), or the step
+            # is skipped with the error on its report (keep); never quietly.
+            raise StepError(
+                f"step {self.id!r}: the compressor failed moments ago "
+                f"({type(waiting).__name__}: {waiting}); not called again for "
+                f"{self._outage.retry_in:.1f} s (retry_backoff)",
+                step=self.id,
+                waiting=True,
+            )
+        if asked:
             given = [messages[p] for p in asked]
             try:
                 returned = yield context.call(self.compressor, given)

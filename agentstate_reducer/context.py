@@ -372,6 +372,15 @@ class ReduceContext:
         state.extend(views, tokens)
         self.state = state
 
+    def _oldest_first(self, messages: list[Any]) -> list[Any]:
+        """``messages`` in input order (steps prune in their own order; messages a step
+        inserted come after the input's, in the order they left)."""
+        if len(messages) < 2:
+            return messages
+        where = {id(m): i for i, m in enumerate(self.original)}
+        late = len(self.original)
+        return sorted(messages, key=lambda m: where.get(id(m), late))
+
     def _original_of(self, message: Any) -> Any:
         return self._originals.get(id(message), message)
 
@@ -390,7 +399,7 @@ class ReduceContext:
     def result(self) -> ReducerResult:
         return ReducerResult(
             surviving=self.messages,
-            pruned=self.pruned,
+            pruned=self._oldest_first(self.pruned),
             summary=self.summary,
             summary_messages=self.summary_messages,
             folded_summaries=self.folded_summaries,

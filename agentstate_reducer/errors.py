@@ -51,11 +51,14 @@ class StepError(ReducerError):
 
     Attributes:
         step: The id of the step.
+        waiting: True when the code was not called at all, because it failed moments
+            ago and is left alone for a while (the step's ``retry_backoff``).
     """
 
-    def __init__(self, message: str, *, step: str) -> None:
+    def __init__(self, message: str, *, step: str, waiting: bool = False) -> None:
         super().__init__(message)
         self.step = step
+        self.waiting = waiting
 
 
 class PruneHookError(ReducerError):

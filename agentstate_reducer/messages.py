@@ -215,6 +215,32 @@ def tool_calls_of(msg: Any) -> list[Any]:
     return list(calls)
 
 
+#: Per message class: True when an instance can hold ``function_call`` only as a pydantic
+#: extra field (the class is a pydantic model that neither declares nor defines it).
+_FUNCTION_CALL_ONLY_EXTRA: dict[type, bool] = {}
+
+
+def _function_call_attribute(msg: Any) -> Any:
+    """``msg.function_call``, or None. On a pydantic message without such a field (every
+    LangChain message) a missing attribute costs a raised and caught AttributeError inside
+    pydantic, several times the rest of reading the message, so only its extra fields are
+    looked at there."""
+    cls = type(msg)
+    only_extra = _FUNCTION_CALL_ONLY_EXTRA.get(cls)
+    if only_extra is None:
+        fields = getattr(cls, "__pydantic_fields__", None)
+        only_extra = (
+            isinstance(fields, dict)
+            and "function_call" not in fields
+            and not any("function_call" in vars(base) for base in cls.__mro__)
+        )
+        _FUNCTION_CALL_ONLY_EXTRA[cls] = only_extra
+    if only_extra:
+        extra = getattr(msg, "__pydantic_extra__", None)
+        return extra.get("function_call") if isinstance(extra, dict) else None
+    return getattr(msg, "function_call", None)
+
+
 def function_call_of(msg: Any) -> Any:
     """The legacy ``function_call`` of an ai message (``{"name", "arguments"}``, or an object
     with those attributes), in whatever form it holds, or None when it has none.
@@ -229,7 +255,7 @@ def function_call_of(msg: Any) -> Any:
             extra = fields.get("additional_kwargs")
             call = extra.get("function_call") if isinstance(extra, Mapping) else None
     else:
-        call = getattr(msg, "function_call", None)
+        call = _function_call_attribute(msg)
         if not call:
             extra = getattr(msg, "additional_kwargs", None)
             call = extra.get("function_call") if isinstance(extra, Mapping) else None
@@ -478,9 +504,7 @@ def read_view(msg: Any) -> MessageView:
                     found_ids.append(call_id)
             ids = tuple(found_ids)
         function_call = (
-            fields.get("function_call")
-            if fields is not None
-            else getattr(msg, "function_call", None)
+            fields.get("function_call") if fields is not None else _function_call_attribute(msg)
         )
         if not function_call and extra:  # extra is a dict here
             function_call = extra.get("function_call")

@@ -250,7 +250,25 @@ class PlanState:
         """Whether ``position`` may leave the list: a human or ai message after the kept
         first message, or a tool result linked to its call; never the newest human
         message, a summary block, or a message of the newest ``keep_groups`` turns."""
-        return self._goes(position, self._pinned()) and position < self._kept_turns_start()
+        return (
+            self._goes(position, self._pinned())
+            and position < self._kept_turns_start()
+            and not self._awaits_results(position)
+        )
+
+    def _awaits_results(self, position: int) -> bool:
+        """Whether ``position`` is an ai message with calls still unanswered and nothing
+        after it but its own results: its tool calls are running, and their results, when
+        they come, would answer nothing if it left now (the plan never prunes it either,
+        as the window never passes the newest message)."""
+        view = self.views[position]
+        if view.role != AI or not view.call_ids:
+            return False
+        group = self.group_of(position)
+        if any(p not in group for p in range(position, len(self.views))):
+            return False
+        answered = {self.views[p].result_for for p in group[1:]}
+        return not set(view.call_ids) <= answered
 
     def why_kept(self, position: int) -> str:
         """Why :meth:`can_drop` is False for ``position`` (for error messages)."""
@@ -263,6 +281,8 @@ class PlanState:
             return "the newest human message (the question being answered)"
         if self._prunable[position] and position >= self._kept_turns_start():
             return "in the newest keep_groups turns"
+        if self._prunable[position] and self._awaits_results(position):
+            return "an ai message whose tool calls still wait for their results"
         if view.role == TOOL:
             return "a tool result whose call is not in the list (or cascade is off)"
         return f"a {view.role} message, which pruning never removes"

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ._checks import check_int, check_name
-from .messages import SYSTEM, TOOL, content_of, with_content
+from .messages import FUNCTION, SYSTEM, TOOL, content_of, with_content
 
 DEFAULT_PLACEHOLDER = "[tool output cleared to save context]"
 DEFAULT_MARKER = "\n[... truncated: about {removed} tokens removed to fit the context window ...]"
@@ -88,8 +88,9 @@ class StepContext(Protocol):
 
     * a tool call and its results leave together (``drop`` takes the whole group);
     * the newest human message, the kept first message (``preserve_first``), summary
-      blocks, system messages and the newest ``keep_groups`` turns are never dropped
-      (``drop`` raises ``ValueError`` naming the position and why);
+      blocks, system messages, the newest ``keep_groups`` turns and an ai message whose
+      tool calls still wait for their results are never dropped (``drop`` raises
+      ``ValueError`` naming the position and why);
     * everything that leaves the list, pruned or rewritten, reaches the ``on_prune`` hooks
       once, as it was given;
     * a replacement keeps its message's role and tool links.
@@ -259,9 +260,15 @@ class ReductionStep:
         return False
 
 
+#: The roles of tool output: tool results, and legacy function results.
+_RESULTS = (TOOL, FUNCTION)
+
+
 @dataclass(frozen=True)
 class ClearToolOutputs(ReductionStep):
     """Replace old tool outputs with a placeholder, keeping every call and result.
+
+    Tool results and legacy function results (``role: "function"``) are both tool output.
 
     An output that counts no more tokens than the placeholder is left as it is (clearing
     it would only lose its text).
@@ -283,7 +290,7 @@ class ClearToolOutputs(ReductionStep):
         check_name("ClearToolOutputs.placeholder", self.placeholder)
 
     def apply(self, context: StepContext) -> list[Any]:
-        results = [p for p in range(len(context.messages)) if context.role(p) == TOOL]
+        results = [p for p in range(len(context.messages)) if context.role(p) in _RESULTS]
         older = results[: max(0, len(results) - self.keep_last)]
         touched: list[Any] = []
         for position in older:

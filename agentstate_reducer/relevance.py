@@ -26,7 +26,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._calls import call_async, call_sync
+from ._calls import call_async, call_sync, is_async_only
 from ._checks import check_bool, check_callable, check_int
 from .messages import content_of, tool_call_parts, tool_calls_of
 from .policy import ReductionStep, StepContext
@@ -155,6 +155,9 @@ class _PairScores:
         self.scorer = scorer
 
     def __call__(self, query: str, texts: list[str]) -> list[float]:
+        if is_async_only(self.scorer):  # one private event loop for all turns, not one each
+            scores: list[float] = call_sync(self.acall, query, texts)
+            return scores
         return [_score(self.scorer, call_sync(self.scorer, query, text)) for text in texts]
 
     async def acall(self, query: str, texts: list[str]) -> list[float]:
@@ -227,9 +230,10 @@ class SelectRelevant(ReductionStep):
     The turns before the newest ``keep_groups`` are scored against the newest human
     message and kept, best first, while the budget has room for them: in token mode the
     ``target`` less everything that stays anyway, in count mode ``min_messages`` less the
-    same. Ties go to the newer turn. A turn is kept or dropped whole (its tool calls with
-    their results); messages a reduce never drops (system messages, the kept first
-    message) stay either way. With ``summarize`` what is dropped is summarised as
+    newest turns (what is never dropped comes on top, as with ``DropOldest``). Ties go to
+    the newer turn. A turn is kept or dropped whole (its tool calls with their results);
+    messages a reduce never drops (system messages, the kept first message) stay either
+    way. With ``summarize`` what is dropped is summarised as
     ``Summarize`` does (it needs ``summarize_fn``). Put ``DropOldest()`` after it so the
     list fits even when the newest turns alone are over the budget.
 
@@ -283,7 +287,7 @@ class SelectRelevant(ReductionStep):
             "\n".join(message_text(context.messages[p]) for p in members[i]) for i in candidates
         ]
         scores = yield from self._scores(context, query, texts)
-        room = self._room(context, [p for i in candidates for p in members[i]])
+        room = self._room(context, [p for i in candidates for p in members[i]], older[-1].stop)
         ranked = sorted(range(len(candidates)), key=lambda k: (scores[k], k), reverse=True)
         kept: set[int] = set()
         for k in ranked:
@@ -324,13 +328,16 @@ class SelectRelevant(ReductionStep):
                 self._term_counts.popitem(last=False)
         return found
 
-    def _room(self, context: StepContext, candidates: list[int]) -> int:
-        """What the budget leaves for the older turns once they are all gone."""
+    def _room(self, context: StepContext, candidates: list[int], kept_from: int) -> int:
+        """What the budget leaves for the older turns once they are all gone: in token
+        mode the target less every other message; in count mode, as ``DropOldest``
+        counts, ``min_messages`` less the newest turns kept (``kept_from`` on), with what
+        is never dropped before them on top."""
         if context.token_mode:
             assert context.target is not None
             rest = context.total - sum(context.tokens[p] for p in candidates)
             return context.target - rest
-        return context.min_messages - (len(context.messages) - len(candidates))
+        return context.min_messages - (len(context.messages) - kept_from)
 
     def _cost(self, context: StepContext, positions: list[int]) -> int:
         if context.token_mode:

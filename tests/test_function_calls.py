@@ -11,7 +11,7 @@ import pytest
 
 from agentstate_reducer import MessageReducer, ReducerConfig
 from agentstate_reducer.messages import fingerprint, function_call_key, read_view
-from agentstate_reducer.tokens import TokenCounter, estimate_tokens
+from agentstate_reducer.tokens import TokenCounter, estimate_text_tokens, estimate_tokens
 
 
 def _openai_call(name: str, arguments: str = '{"city": "Paris"}') -> dict[str, Any]:
@@ -246,8 +246,9 @@ def test_the_estimate_counts_the_function_name_and_arguments(shape: str) -> None
     short = _pair(shape)[0]
     long_arguments = json.dumps({"city": "Paris " * 100})
     long = _pair(shape, long_arguments)[0]
-    extra = len(long_arguments) - len('{"city": "Paris"}')
-    assert estimate_tokens(long) - estimate_tokens(short) >= extra // 4 - 1
+    extra = estimate_text_tokens(long_arguments) - estimate_text_tokens('{"city": "Paris"}')
+    assert extra > 50
+    assert estimate_tokens(long) - estimate_tokens(short) == extra
 
 
 def test_a_tiktoken_count_includes_the_function_call() -> None:
@@ -266,10 +267,11 @@ def test_the_cache_counts_a_replaced_function_call_again() -> None:
     """Same id, same content, new arguments: counted anew, not served the old count."""
     counter = TokenCounter()
     small = {**_openai_call("get_weather", "{}"), "id": "a1"}
-    big = {**_openai_call("get_weather", json.dumps({"x": "y" * 6000})), "id": "a1"}
-    assert counter(small) < 20
-    assert counter(big) > 1000
-    assert counter(small) < 20
+    arguments = json.dumps({"x": " ".join(f"word{n}" for n in range(1000))})
+    big = {**_openai_call("get_weather", arguments), "id": "a1"}
+    first = counter(small)
+    assert counter(big) >= first + estimate_text_tokens(arguments) - estimate_text_tokens("{}")
+    assert counter(small) == first
 
 
 def test_the_fingerprint_sees_the_function_call_and_the_function_name() -> None:
@@ -288,3 +290,57 @@ def test_the_transcript_writes_out_legacy_calls_and_results() -> None:
         'Assistant called tool get_weather({"city": "Paris"})',
         "Function result (get_weather): sunny",
     ]
+
+
+def test_a_function_call_passed_to_a_langchain_message_as_an_extra_field_is_read() -> None:
+    """LangChain messages accept unknown keyword arguments as pydantic extra fields; the
+    fast reader looks there instead of asking for a missing attribute (slow in pydantic),
+    and a class that declares the field is read through it."""
+    from langchain_core.messages import AIMessage
+
+    from agentstate_reducer.messages import function_call_key, general_view, read_view
+
+    call = {"name": "get_weather", "arguments": "{}"}
+    extra = AIMessage(content="", id="x", function_call=call)
+    assert read_view(extra) == general_view(extra)
+    assert read_view(extra).call_ids == (function_call_key("get_weather"),)
+
+    class Declared(AIMessage):
+        function_call: dict[str, str] | None = None
+
+    declared = Declared(content="", id="y", function_call=call)
+    assert read_view(declared) == general_view(declared)
+    assert read_view(declared).call_ids == (function_call_key("get_weather"),)
+    plain = AIMessage(content="hi", id="z")
+    assert read_view(plain).call_ids == () == general_view(plain).call_ids
+
+
+def test_clear_tool_outputs_clears_old_function_results_too() -> None:
+    """A legacy function result is tool output: cleared like a tool result, its pairing
+    kept (role and name stay), its original handed over."""
+    from agentstate_reducer.policy import ClearToolOutputs, DropOldest
+
+    history: list[Any] = []
+    for n in range(4):
+        history += [
+            {"role": "user", "content": f"weather {n}?"},
+            _openai_call("get_weather", json.dumps({"day": n})),
+            {"role": "function", "name": "get_weather", "content": "sunny and warm " * 30},
+            {"role": "assistant", "content": f"sunny on day {n}"},
+        ]
+    handed: list[Any] = []
+    step = ClearToolOutputs(keep_last=1)
+    total = sum(estimate_tokens(m) for m in history)
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            max_tokens=total - 1,
+            policy=[step, DropOldest()],
+            on_prune=[lambda messages, namespace: handed.extend(messages)],
+        )
+    )
+    result = reducer.reduce(existing=history)
+    results = [m for m in result.surviving if m["role"] == "function"]
+    assert [m["content"] == step.placeholder for m in results] == [True, True, True, False]
+    assert all(m["name"] == "get_weather" for m in results)
+    assert reducer.validate(result.surviving).problems == []
+    assert handed == [m for m in history if m["role"] == "function"][:3]

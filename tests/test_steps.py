@@ -545,11 +545,6 @@ def test_bad_policies_are_refused_when_the_config_is_built(
         ReducerConfig(policy=policy, **config)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: with two pruning steps result.pruned is in the order the steps pruned, "
-    "not oldest first as ReducerResult.pruned and reduce() document",
-)
 def test_pruned_is_oldest_first_when_two_steps_prune() -> None:
     history = tool_chat(3)
     reducer = reducer_for([KeepNewestToolGroups(keep=1), DropOldest()], max_tokens=30)
@@ -561,11 +556,6 @@ def test_pruned_is_oldest_first_when_two_steps_prune() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FINDING: context.drop accepts an ai message whose tool calls are not all "
-    "answered yet (the plan never prunes one); the results that arrive later are orphans",
-)
 def test_drop_of_a_pending_call_orphans_its_results() -> None:
     history = tool_chat(2)
     pending, late = history[:-2], history[-2]  # turn 1: one result in, one still running
@@ -818,12 +808,6 @@ def test_a_failing_compressor_waits_out_its_backoff() -> None:
     assert len(calls) == 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: within retry_backoff a failed compressor is skipped silently, even with "
-    'on_prune_error="raise" (the reduce goes on and DropOldest prunes); summarize_fn raises '
-    "SummaryError(waiting=True) in the same situation",
-)
 def test_under_raise_a_compressor_in_its_backoff_still_stops_the_reduce() -> None:
     def compressor(messages: list[Any]) -> list[Any]:
         raise ConnectionError("model down")
@@ -1182,7 +1166,9 @@ def test_step_policies_keep_the_reducer_invariants(
     the target is met whenever the plain plan meets it."""
     messages = rendered(records, shape)
     result = reducer.reduce(existing=messages)
-    assert pairing_problems(result.surviving) == []
+    if not pairing_problems(messages):
+        assert pairing_problems(result.surviving) == []
+    assert len(pairing_problems(result.surviving)) <= len(pairing_problems(messages))
     question = newest_human(records)
     if question is not None:
         assert any(m is messages[question] for m in result.surviving)
@@ -1219,15 +1205,16 @@ def test_across_reduces_every_message_reaches_the_hook_at_most_once(
     handed over exactly once, as given; no compressed version is ever handed over."""
     note(f"policy: {reducer.steps}")
     messages = rendered(records, shape)
-    # Cut only where every call has its results: a custom step may drop an ai message
-    # whose calls are still pending (see test_drop_of_a_pending_call_orphans_its_results).
-    complete = [c for c in range(len(messages) + 1) if not pairing_problems(messages[:c])]
-    cuts = sorted(data.draw(st.lists(st.sampled_from(complete), max_size=3)))
+    # Cuts anywhere, also while a call waits for its results: no step may drop it then
+    # (see test_drop_of_a_pending_call_orphans_its_results), so once the results are in,
+    # a history that pairs up still pairs up.
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(messages)), max_size=3)))
     stored: list[Any] = []
     at = 0
     for cut in [*cuts, len(messages)]:
         stored = reducer.reduce(existing=stored, new=messages[at:cut]).surviving
         at = cut
+    if not pairing_problems(messages):
         assert pairing_problems(stored) == []
     delivered = hook_of(reducer).got
     given_ids = {id(m) for m in messages}
