@@ -161,7 +161,8 @@ class Compress(ReductionStep):
                 self._outage.failed(exc)
                 raise
             self._outage.succeeded()
-            for position, answer in zip(asked, self._answers(returned, len(given)), strict=True):
+            answers_given = self._answers(returned, given)
+            for position, answer in zip(asked, answers_given, strict=True):
                 self._memory.remember(fingerprint(messages[position]), answer)
                 answers[position] = answer
         touched: list[Any] = []
@@ -179,22 +180,45 @@ class Compress(ReductionStep):
     def rewrote(self, message: Any) -> bool:
         return self._memory.is_output(message)
 
-    def _answers(self, returned: Any, expected: int) -> list[Any]:
+    def _answers(self, returned: Any, given: list[Any]) -> list[Any]:
+        """The compressor's answers, checked: an unusable answer is the compressor
+        failing (a :class:`StepError`, so ``on_prune_error="keep"`` goes on without it)."""
+        expected = len(given)
+        problem = None
         if isinstance(returned, (str, bytes)) or not isinstance(returned, Sequence):
-            raise TypeError(
-                f"Compress compressor returned {type(returned).__name__}; it must return a "
-                "list with one shorter message (or string, or None) per message given"
-            )
-        if len(returned) != expected:
-            raise TypeError(
-                f"Compress compressor returned {len(returned)} entries for {expected} "
-                "messages; it must return one (a shorter message, a string or None) per "
-                "message given, in order"
-            )
-        for index, answer in enumerate(returned):
-            if answer is not None and not isinstance(answer, str):
-                view_of(answer, f"Compress compressor's answer [{index}]")
-        return list(returned)
+            problem = f"returned {type(returned).__name__}"
+        elif len(returned) != expected:
+            problem = f"returned {len(returned)} entries for {expected} messages"
+        else:
+            for index, (answer, original) in enumerate(zip(returned, given, strict=True)):
+                if answer is None or isinstance(answer, str):
+                    continue
+                try:
+                    view = view_of(answer, f"answer [{index}]")
+                except TypeError as exc:
+                    problem = str(exc)
+                    break
+                before = view_of(original, f"message [{index}]")
+                if (view.role, view.call_ids, view.result_for) != (
+                    before.role,
+                    before.call_ids,
+                    before.result_for,
+                ):
+                    problem = (
+                        f"answered message [{index}] (a {before.role} message) with a "
+                        f"{view.role} message or other tool links"
+                    )
+                    break
+        if problem is None:
+            return list(returned)
+        error = StepError(
+            f"step {self.id!r}: the compressor {problem}; it must return a list with one "
+            "answer per message given, in order: a shorter message of the same role and "
+            "tool links, its text, or None to leave it",
+            step=self.id,
+        )
+        self._outage.failed(error)
+        raise error
 
     def _version(self, context: StepContext, position: int, answer: Any) -> Any:
         """The replacement for ``position``, or None when the answer does not help."""

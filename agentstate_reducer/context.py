@@ -15,23 +15,61 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Generator, Iterable, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ._calls import Call, Effects
 from .errors import StepError
 from .hooks import hook_name, namespace_key
-from .messages import SUMMARY_HEADER, content_of, id_of, view_of
+from .messages import SUMMARY_HEADER, content_of, fingerprint, id_of, view_of
 from .planner import PlanState
 from .policy import ReductionStep, StepReport
 from .result import ReducerResult
 from .summary import SummaryRequest, summary_id
+from .validate import DANGLING_CALL, ORPHAN_RESULT, find_problems
 
 if TYPE_CHECKING:
     from .reducer import MessageReducer
 
 logger = logging.getLogger("agentstate_reducer.reducer")
+
+_T = TypeVar("_T")
+
+
+class ReadOnly(Sequence[_T]):
+    """A read-only view of a list: what ``StepContext.messages`` and ``tokens`` return, so
+    a step cannot remove a message behind the context's back (it would never reach the
+    hooks)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: list[_T]) -> None:
+        self._items = items
+
+    @overload
+    def __getitem__(self, index: int) -> _T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[_T]: ...
+
+    def __getitem__(self, index: int | slice) -> _T | list[_T]:
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[_T]:
+        return iter(self._items)
+
+    def __repr__(self) -> str:
+        return f"ReadOnly({self._items!r})"
+
+
+#: How many rewritten messages a reducer remembers (see Rewrites).
+_REWRITES_KEPT = 10_000
 
 #: How many times one reduce prunes further to make room for a summary block that came
 #: out larger than the room planned for it.
@@ -53,7 +91,7 @@ class ReduceContext:
     """Only bound what a model sees: no summary, no hand-off (``MessageReducer.view``)."""
     keep_going: bool = False
     """A failing call of a step (``on_prune_error="keep"``) stops that step, not the reduce."""
-    messages: list[Any] = field(init=False)
+    _messages: list[Any] = field(init=False)
     target: int | None = field(init=False)
     pruned: list[Any] = field(default_factory=list, init=False)
     summary: str | None = field(default=None, init=False)
@@ -68,7 +106,7 @@ class ReduceContext:
     """Blocks folded that were not in the list (so no caller removes them from it)."""
 
     def __post_init__(self) -> None:
-        self.messages = list(self.original)
+        self._messages = list(self.original)
         limits = self.reducer.limits
         target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
         self.target = target
@@ -77,9 +115,21 @@ class ReduceContext:
     # -- StepContext: reading ------------------------------------------------------------
 
     @property
+    def messages(self) -> Sequence[Any]:
+        """The list as it stands, read-only (change it through the operations below)."""
+        return ReadOnly(self._messages)
+
+    @property
     def tokens(self) -> Sequence[int]:
-        """One token count per message (zeros in count mode)."""
-        return self.state.tokens if self.token_mode else [0] * len(self.messages)
+        """One token count per message (zeros in count mode), read-only."""
+        return ReadOnly(self.state.tokens) if self.token_mode else (0,) * len(self._messages)
+
+    def summary_room(self) -> int:
+        """The room a summarising drop keeps for the summary block it will insert: tokens
+        in token mode, messages in count mode; 0 when no block is injected."""
+        if self.view or not self.reducer.config.inject_summary:
+            return 0
+        return self.reducer.summaries.reserve(self.state, self._messages)
 
     @property
     def total(self) -> int:
@@ -127,7 +177,7 @@ class ReduceContext:
         starts = self.state.turn_starts()
         if not starts:
             return []  # no human message, so no user turn
-        bounds = [*starts[1:], len(self.messages)]
+        bounds = [*starts[1:], len(self._messages)]
         return [range(a, b) for a, b in zip(starts, bounds, strict=True)]
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Call:
@@ -137,16 +187,20 @@ class ReduceContext:
 
     def replace(self, position: int, message: Any) -> None:
         """Put a rewritten message (same role and tool links) at ``position``."""
-        current = self.messages[self._position(position)]
+        current = self._messages[self._position(position)]
         view = view_of(message, f"the replacement for messages[{position}]")
         self.state.replace(position, view, self.count(message))
         self._originals[id(message)] = self._original_of(current)
         self._rewrites.append(message)  # held, so its id stays unique
-        self.messages[position] = message
+        self._messages[position] = message
+        if not self.view:
+            # Its original reaches the hooks now: when the rewrite itself leaves later, it
+            # is not handed over again (for any step, also one without its own rewrote()).
+            self.reducer.rewrites.add(message, namespace_key(self.namespace))
 
     def insert(self, position: int, messages: Sequence[Any]) -> None:
         """Insert new messages before ``position``."""
-        if position != len(self.messages):
+        if position != len(self._messages):
             self._position(position)
         if position < self.state.start:
             raise ValueError(
@@ -158,10 +212,23 @@ class ReduceContext:
                 f"cannot insert at position {position}: it is between a tool call and one "
                 "of its results, which must stay together"
             )
+        question = self.state.newest_human()
+        if question is not None and position > question:
+            raise ValueError(
+                f"cannot insert at position {position}: it is after the newest human message "
+                f"(position {question}), the question being answered"
+            )
         block = list(messages)
-        for index, message in enumerate(block):
-            view_of(message, f"inserted messages[{index}]")
-        self.messages = self.messages[:position] + block + self.messages[position:]
+        views = [view_of(message, f"inserted messages[{i}]") for i, message in enumerate(block)]
+        unpaired = [p for p in find_problems(views) if p.kind in (ORPHAN_RESULT, DANGLING_CALL)]
+        if unpaired:
+            first = unpaired[0]
+            raise ValueError(
+                f"cannot insert these messages: inserted messages[{first.index}]: "
+                f"{first.detail}; an inserted block must pair its tool calls and results "
+                "by itself"
+            )
+        self._messages = self._messages[:position] + block + self._messages[position:]
         self._rebuild()
 
     def drop(self, positions: Iterable[int], *, summarize: bool = False) -> list[Any]:
@@ -178,7 +245,7 @@ class ReduceContext:
         if not gone:
             return []
         inject = summarize and not self.view and self.reducer.config.inject_summary
-        folded_at = state.summary_positions(len(self.messages)) if inject else []
+        folded_at = state.summary_positions(len(self._messages)) if inject else []
         return self._take(sorted(gone), folded_at, summarize=summarize and not self.view)
 
     def drop_oldest(self, *, summarize: bool = False) -> list[Any]:
@@ -187,7 +254,7 @@ class ReduceContext:
         summarize = summarize and not self.view
         inject = summarize and self.reducer.config.inject_summary
         state = self.state
-        reserve = self.reducer.summaries.reserve(state, self.messages) if inject else 0
+        reserve = self.reducer.summaries.reserve(state, self._messages) if inject else 0
         end = state.end_for_target(reserve, fold=inject)
         if end is None:
             return []
@@ -196,15 +263,15 @@ class ReduceContext:
             return []
         # Every summary block is folded, also one outside the window: a list holds one
         # running summary (a subgraph's list merged into its parent's appends its block).
-        folded_at = state.summary_positions(len(self.messages)) if inject else []
+        folded_at = state.summary_positions(len(self._messages)) if inject else []
         return self._take(pruned_at, folded_at, summarize=summarize, window_end=end)
 
     def _position(self, position: int) -> int:
         if not isinstance(position, int) or isinstance(position, bool):
             raise TypeError(f"a position must be an int, got {position!r}")
-        if not 0 <= position < len(self.messages):
+        if not 0 <= position < len(self._messages):
             raise ValueError(
-                f"position {position} is out of range: the list has {len(self.messages)} messages"
+                f"position {position} is out of range: the list has {len(self._messages)} messages"
             )
         return position
 
@@ -218,7 +285,7 @@ class ReduceContext:
     ) -> list[Any]:
         """Remove the messages at ``pruned_at`` (and fold the summary blocks at
         ``folded_at``), asking for a summary with ``summarize``."""
-        messages = self.messages
+        messages = self._messages
         state = self.state
         gone = set(pruned_at).union(folded_at)
         start = state.start
@@ -230,7 +297,7 @@ class ReduceContext:
             stale = self.reducer.summaries.superseded(folded)
             self.folded_summaries.extend(b for i, b in enumerate(folded) if i in stale)
             folded = [b for i, b in enumerate(folded) if i not in stale]
-        self.messages = messages[:start] + kept
+        self._messages = messages[:start] + kept
         self.pruned.extend(pruned)
         if summarize:
             # The block goes first after the kept first message: it stands for what came
@@ -269,7 +336,7 @@ class ReduceContext:
         for step in steps:
             if self.state.fits():
                 break
-            tokens, length = self.state.total, len(self.messages)
+            tokens, length = self.state.total, len(self._messages)
             error: StepError | None = None
             try:
                 outcome = step.apply(self)
@@ -289,7 +356,7 @@ class ReduceContext:
                     tokens_before=tokens,
                     tokens_after=self.state.total,
                     messages_before=length,
-                    messages_after=len(self.messages),
+                    messages_after=len(self._messages),
                     error=error,
                 )
             )
@@ -357,18 +424,18 @@ class ReduceContext:
         elif text is None:
             block = request.folded  # nothing new to say: the old summary stays
         else:
-            block = self.reducer.summaries.block(text, request, self.messages)
+            block = self.reducer.summaries.block(text, request, self._messages)
             self.summary_messages = block
             if len(block) == 1:
                 self.reducer.summaries.remember_latest(namespace_key(self.namespace), block[0])
         at = request.position
-        self.messages = self.messages[:at] + block + self.messages[at:]
+        self._messages = self._messages[:at] + block + self._messages[at:]
         self._rebuild()
 
     def _rebuild(self) -> None:
         """Plan afresh: a block inserted mid-list has no place in the incremental state."""
         state = PlanState(self.reducer.limits)
-        views, tokens = self.reducer._read(self.messages, lambda i: f"messages[{i}]")
+        views, tokens = self.reducer._read(self._messages, lambda i: f"messages[{i}]")
         state.extend(views, tokens)
         self.state = state
 
@@ -388,7 +455,7 @@ class ReduceContext:
 
     def rewritten(self) -> list[Any]:
         """The originals of the messages rewritten and still in the list."""
-        return [self._originals[id(m)] for m in self.messages if id(m) in self._originals]
+        return [self._originals[id(m)] for m in self._messages if id(m) in self._originals]
 
     def handoff(self, is_rewrite: Callable[[Any], bool]) -> list[Any]:
         """What leaves the list, as it was: the pruned messages and the originals of the
@@ -398,7 +465,7 @@ class ReduceContext:
 
     def result(self) -> ReducerResult:
         return ReducerResult(
-            surviving=self.messages,
+            surviving=self._messages,
             pruned=self._oldest_first(self.pruned),
             summary=self.summary,
             summary_messages=self.summary_messages,
@@ -408,6 +475,32 @@ class ReduceContext:
             tokens_before=self.tokens_before,
             tokens_after=self.state.total,
         )
+
+
+class Rewrites:
+    """Fingerprints of the messages steps put in place of others (the newest
+    :data:`_REWRITES_KEPT`), by conversation, in the process: their originals reached the
+    hooks, so they themselves are not handed over when they leave. Safe to share between
+    threads."""
+
+    def __init__(self) -> None:
+        self._seen: OrderedDict[tuple[Any, str], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, message: Any, conversation: Any) -> None:
+        key = (conversation, fingerprint(message))
+        with self._lock:
+            self._seen[key] = None
+            self._seen.move_to_end(key)
+            if len(self._seen) > _REWRITES_KEPT:
+                self._seen.popitem(last=False)
+
+    def holds(self, message: Any, conversation: Any) -> bool:
+        if not self._seen:  # no step has rewritten anything: skip the fingerprint
+            return False
+        key = (conversation, fingerprint(message))
+        with self._lock:
+            return key in self._seen
 
 
 def _touched(step: ReductionStep, outcome: Any) -> list[Any]:

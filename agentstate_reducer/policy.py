@@ -151,6 +151,12 @@ class StepContext(Protocol):
         """Whether the list is within what pruning aims for (the step may stop)."""
         ...
 
+    def summary_room(self) -> int:
+        """The room a summarising drop keeps for the summary block it will insert (tokens
+        in token mode, messages in count mode; 0 when no block is injected): a step that
+        chooses what to keep leaves it free."""
+        ...
+
     def count(self, message: Any) -> int:
         """Tokens of one message by the reducer's counter (0 in count mode)."""
         ...
@@ -216,8 +222,10 @@ class StepContext(Protocol):
         removed). They are new: pruned later, they reach the hooks like any message.
 
         Raises:
-            ValueError: ``position`` is before the kept first message, past the end, or
-                between a tool call and one of its results.
+            ValueError: ``position`` is before the kept first message, past the end,
+                between a tool call and one of its results, or after the newest human
+                message; or the block holds a tool call without its results or a result
+                without its call (it must pair up by itself).
             TypeError: An entry is not a message.
         """
         ...
@@ -355,7 +363,9 @@ class TruncateLargest(ReductionStep):
     a list content (other blocks, such as images, stay). Never cut: system and developer
     messages (their last rules are what a cut would lose), the newest human message (the
     question), summary blocks. Opt-in: it changes what a message says; the original
-    reaches the ``on_prune`` hooks.
+    reaches the ``on_prune`` hooks. One message, all or nothing: when cutting the largest
+    one's last text block cannot make the list fit (the rest alone is over the target, or
+    the text is in an earlier block), nothing is cut and the next step goes on.
 
     Attributes:
         marker: Appended to the cut text; ``{removed}`` is replaced by the tokens removed.
@@ -370,6 +380,14 @@ class TruncateLargest(ReductionStep):
 
     def __post_init__(self) -> None:
         check_name("TruncateLargest.marker", self.marker)
+        try:
+            self.marker.format(removed=0)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"TruncateLargest.marker {self.marker!r} is not a format string with only "
+                f"{{removed}} in it ({type(exc).__name__}: {exc}); write literal braces "
+                "as {{ and }}"
+            ) from None
         head, _, tail = self.marker.partition("{removed}")
         pattern = re.escape(head) + (r"\d+" + re.escape(tail) if "{removed}" in self.marker else "")
         object.__setattr__(self, "_marker_at_end", re.compile(pattern + r"\Z"))
@@ -509,6 +527,11 @@ def check_policy(policy: Sequence[Any] | None, *, token_mode: bool, can_summariz
             raise ValueError(f"policy[{index}] ({step.id}) works on tokens: set max_tokens")
         if step.summarizes and not can_summarize:
             raise ValueError(f"policy[{index}] ({step.id}) needs summarize_fn")
+    if not any(step.prunes for step in policy):
+        raise ValueError(
+            "no step of the policy prunes (each only rewrites messages), so the list would "
+            "grow unbounded: end it with DropOldest() or Summarize()"
+        )
     if can_summarize and not any(step.summarizes for step in policy):
         raise ValueError(
             "summarize_fn is set but no step of the policy summarises, so it would never be "

@@ -17,7 +17,7 @@ from typing import Any, Literal, NamedTuple
 from ._calls import Effects, adrive, drive
 from ._checks import check_choice
 from .config import ReducerConfig
-from .context import ReduceContext
+from .context import ReduceContext, Rewrites
 from .errors import PruneHookError, SummaryError
 from .hooks import (
     HandoffStatus,
@@ -26,6 +26,7 @@ from .hooks import (
     PendingBatch,
     hook_error,
     hook_name,
+    namespace_key,
     waiting_error,
 )
 from .messages import MessageView, read_view, view_of
@@ -104,6 +105,8 @@ class MessageReducer:
         # it runs; another reduce meanwhile finds none and plans from scratch.
         self._session: _Session | None = None
         self._session_lock = threading.Lock()
+        self.rewrites = Rewrites()
+        """The messages steps wrote in place of others (their originals were handed over)."""
         self.summaries = RunningSummary(config, self._limits, self._count_one, SummaryMemory())
         """The running summary: how this reducer makes, remembers and places it."""
 
@@ -168,6 +171,7 @@ class MessageReducer:
                 )
         derived = MessageReducer(config=_replace_fields(self._config, **changes))
         derived._delivery = self._delivery
+        derived.rewrites = self.rewrites
         derived.summaries.memory = self.summaries.memory
         if derived._config.token_counter is self._config.token_counter:
             derived._count_tokens = self._count_tokens or derived._count_tokens
@@ -491,7 +495,8 @@ class MessageReducer:
             logger.log(level, "%s; keeping every message this time", exc)
             return self._unchanged(combined, state, summary_error=exc)
         result = context.result()
-        batch = context.handoff(self._is_rewrite)
+        conversation = namespace_key(namespace)
+        batch = context.handoff(lambda message: self._is_rewrite(message, conversation))
         if batch and self._delivery:
             failures = yield from self._delivery.deliver(
                 batch, namespace, keep_failed=mode == "raise"
@@ -552,8 +557,10 @@ class MessageReducer:
         failures = yield from self._delivery.deliver([], None, keep_failed=True)
         self._log_retry_failures(failures)
 
-    def _is_rewrite(self, message: Any) -> bool:
-        return any(step.rewrote(message) for step in self._policy)
+    def _is_rewrite(self, message: Any, conversation: Any = None) -> bool:
+        if any(step.rewrote(message) for step in self._policy):
+            return True
+        return self.rewrites.holds(message, conversation)
 
     def _unchanged(
         self,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import numbers
 import re
 import threading
 import unicodedata
@@ -28,6 +29,7 @@ from typing import Any
 
 from ._calls import call_async, call_sync, is_async_only
 from ._checks import check_bool, check_callable, check_int
+from .hooks import hook_name
 from .messages import content_of, tool_call_parts, tool_calls_of
 from .policy import ReductionStep, StepContext
 
@@ -153,6 +155,7 @@ class _PairScores:
 
     def __init__(self, scorer: Scorer) -> None:
         self.scorer = scorer
+        self.__qualname__ = f"scorer {hook_name(scorer)}"  # how errors name it
 
     def __call__(self, query: str, texts: list[str]) -> list[float]:
         if is_async_only(self.scorer):  # one private event loop for all turns, not one each
@@ -165,7 +168,8 @@ class _PairScores:
 
 
 def _score(scorer: Any, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+    # numbers.Real admits numpy's floats and ints (an embeddings library's scores).
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
         raise TypeError(
             f"SelectRelevant scorer {scorer!r} returned {value!r}; it must return a number "
             "(higher is more relevant)"
@@ -182,6 +186,7 @@ class _EmbeddingScores:
         self.embeddings = embeddings
         self.vectors = vectors
         self.lock = lock  # the step's: one step may serve reduces in several threads
+        self.__qualname__ = f"embeddings {type(embeddings).__name__}"  # how errors name it
 
     def __call__(self, query: str, texts: list[str]) -> list[float]:
         missing = self._missing(texts)
@@ -210,6 +215,12 @@ class _EmbeddingScores:
                 self.vectors.popitem(last=False)
             vectors = [self.vectors.get(_key(t)) for t in texts]
         wanted = [float(x) for x in query]
+        for vector in vectors:
+            if vector is not None and len(vector) != len(wanted):
+                raise ValueError(
+                    f"embed_query returned a vector of {len(wanted)} dimensions and "
+                    f"embed_documents one of {len(vector)}: they must come from one model"
+                )
         return [0.0 if v is None else _cosine(wanted, v) for v in vectors]
 
 
@@ -333,11 +344,14 @@ class SelectRelevant(ReductionStep):
         mode the target less every other message; in count mode, as ``DropOldest``
         counts, ``min_messages`` less the newest turns kept (``kept_from`` on), with what
         is never dropped before them on top."""
+        # A summarising drop inserts a block: room for it is kept, or the reduce would
+        # make room by dropping the oldest turns kept, which are the ones chosen here.
+        reserve = context.summary_room() if self.summarize else 0
         if context.token_mode:
             assert context.target is not None
             rest = context.total - sum(context.tokens[p] for p in candidates)
-            return context.target - rest
-        return context.min_messages - (len(context.messages) - kept_from)
+            return context.target - rest - reserve
+        return context.min_messages - (len(context.messages) - kept_from) - reserve
 
     def _cost(self, context: StepContext, positions: list[int]) -> int:
         if context.token_mode:

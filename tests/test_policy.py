@@ -157,17 +157,23 @@ def test_clear_tool_outputs_keeps_pairs_and_the_newest_outputs() -> None:
 
 def test_cleared_outputs_are_not_touched_again() -> None:
     """Clearing is recorded in the list itself: the next reduce leaves cleared ones be."""
+    history = tool_chat(20)
+    budget = estimated(history[:41]) - 1  # the first ten turns are just over it
     reducer = MessageReducer(
         config=ReducerConfig(
-            max_tokens=400, target_tokens=300, policy=[ClearToolOutputs(keep_last=1)]
+            max_tokens=budget,
+            target_tokens=budget * 3 // 4,
+            policy=[ClearToolOutputs(keep_last=1), DropOldest()],
         )
     )
-    first = reducer.reduce(existing=tool_chat(6))
-    more = tool_chat(12)[len(tool_chat(6)) :]
-    second = reducer.reduce(existing=first.surviving, new=more)
-    touched = [m["id"] for report in second.steps for m in report.touched]
-    already = {m["id"] for report in first.steps for m in report.touched}
-    assert touched and not already & set(touched)
+    first = reducer.reduce(existing=history[:41])
+    second = reducer.reduce(existing=first.surviving, new=history[41:])
+
+    def cleared_ids(result: Any) -> list[str]:
+        return [m["id"] for r in result.steps if r.step == "clear_tool_outputs" for m in r.touched]
+
+    assert cleared_ids(first) and cleared_ids(second)
+    assert not set(cleared_ids(first)) & set(cleared_ids(second))
 
 
 def test_steps_stop_once_the_list_fits() -> None:
@@ -216,7 +222,9 @@ def test_truncate_cuts_the_last_text_block_of_list_content() -> None:
     history = [*tool_chat(1), {"role": "user", "content": "go on", "id": "q"}]
     history.insert(-1, answer)
     budget = 300  # the image block alone counts 85
-    reducer = MessageReducer(config=ReducerConfig(max_tokens=budget, policy=[TruncateLargest()]))
+    reducer = MessageReducer(
+        config=ReducerConfig(max_tokens=budget, policy=[TruncateLargest(), DropOldest()])
+    )
     before = reducer.count_tokens(answer)
     result = reducer.reduce(existing=history)
     [cut] = [m for m in result.surviving if m["id"] == "blocks"]

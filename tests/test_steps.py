@@ -9,6 +9,7 @@ The custom steps here import only from ``agentstate_reducer`` and
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -83,11 +84,15 @@ class Hook:
 def reducer_for(
     policy: Sequence[ReductionStep], hook: Hook | None = None, **config: Any
 ) -> MessageReducer:
-    """A reducer with ``policy`` whose hook sees every hand-off (no dedupe hides a repeat)."""
+    """A reducer with ``policy`` whose hook sees every hand-off (no dedupe hides a repeat);
+    a policy of rewriting steps only gets ``DropOldest()`` last (a policy must prune)."""
     config.setdefault("max_tokens", 300)
+    steps = list(policy)
+    if not any(step.prunes for step in steps):
+        steps.append(DropOldest())
     return MessageReducer(
         config=ReducerConfig(
-            policy=list(policy),
+            policy=steps,
             on_prune=[hook] if hook is not None else [],
             dedupe_on_prune=False,
             **config,
@@ -654,16 +659,25 @@ def test_compress_calls_the_compressor_once_per_message_across_reduces() -> None
         (lambda ms: ["short"] * (len(ms) - 1), r"returned \d+ entries for \d+ messages"),
         (lambda ms: "short", "returned str"),
         (lambda ms: {"a": "short"}, "returned dict"),
-        (lambda ms: [42] * len(ms), r"compressor's answer \[0\]"),
+        (lambda ms: [42] * len(ms), r"answer \[0\]: got int"),
+        (lambda ms: [{"role": "user", "content": "x"} for _ in ms], r"with a human message"),
     ],
 )
 def test_compress_refuses_wrong_answers(answer: Any, words: str) -> None:
+    """An unusable answer (an LLM that lost count, returned text or junk) is the
+    compressor failing: StepError with ``raise``, nothing pruned or handed over; with
+    ``keep`` the step stops, its report says why, and DropOldest keeps the budget."""
     hook = Hook()
-    reducer = reducer_for([Compress(answer, keep_last=1), DropOldest()], hook, max_tokens=300)
-    for mode in ("raise", "keep"):  # a wrong shape is a bug, not an outage
-        with pytest.raises(TypeError, match=words):
-            reducer.reduce(existing=tool_chat(3), on_prune_error=mode)  # type: ignore[arg-type]
+    step = Compress(answer, keep_last=1, retry_backoff=0)
+    reducer = reducer_for([step, DropOldest()], hook, max_tokens=60)
+    with pytest.raises(StepError, match=words):
+        reducer.reduce(existing=tool_chat(3), on_prune_error="raise")
     assert hook.got == []
+    kept = reducer.reduce(existing=tool_chat(3), on_prune_error="keep")
+    error = kept.steps[0].error
+    assert isinstance(error, StepError) and re.search(words, str(error))
+    assert [r.step for r in kept.steps] == ["compress", "drop_oldest"]
+    assert kept.tokens_after <= 60 and hook.got == kept.pruned
 
 
 def test_compress_keeps_what_does_not_help_and_what_it_must_not_touch() -> None:
@@ -689,9 +703,19 @@ def test_compress_keeps_what_does_not_help_and_what_it_must_not_touch() -> None:
         return out
 
     step = Compress(answer, roles=("tool", "human"), keep_last=2, min_tokens=5)
-    result = reducer_for([step], max_tokens=200).reduce(existing=history)
     picked = [m for m in history if m["role"] in ("tool", "user") and m["id"] != "q3"]
     expected = [m["id"] for m in picked[:-2] if sizes[m["id"]] > 5]
+    # A budget met only once every usable answer is in: Compress uses them all, and the
+    # DropOldest after it has nothing left to do.
+    counter = MessageReducer()
+    saved = sum(
+        sizes[m["id"]] - counter.count_tokens({**m, "content": "gist"})
+        for m in history
+        if m["id"] in expected and m["id"] not in ("q0", "t0a")
+    )
+    budget = sum(sizes.values()) - saved
+    result = reducer_for([step], max_tokens=budget).reduce(existing=history)
+    assert [r.step for r in result.steps] == ["compress"]
     assert sent == [expected] and "q3" not in expected and "sys" not in expected
     kept = {m["id"]: m for m in result.surviving}
     assert kept["q0"] is history[1] and kept["t0a"] is history[3]
@@ -1251,3 +1275,186 @@ def test_truncate_never_cuts_instructions_or_the_question(
     assert sorted(map(id, hook_of(reducer).got)) == sorted(
         map(id, [*result.pruned, *result.rewritten])
     )
+
+
+# -- what the review of the protocol found -------------------------------------------
+
+
+def test_a_step_cannot_change_the_list_behind_the_context() -> None:
+    """``messages`` and ``tokens`` are read-only views: removing a message without
+    ``drop`` would keep it from the hooks."""
+
+    class Popper(ReductionStep):
+        id = "popper"
+
+        def apply(self, context: StepContext) -> list[Any]:
+            context.messages.pop(1)  # type: ignore[attr-defined]
+            return []
+
+    with pytest.raises(AttributeError):
+        reducer_for([Popper(), DropOldest()], max_tokens=60).reduce(existing=tool_chat(3))
+
+    class Writer(ReductionStep):
+        id = "writer"
+
+        def apply(self, context: StepContext) -> list[Any]:
+            context.messages[1] = {"role": "user", "content": "x"}  # type: ignore[index]
+            return []
+
+    with pytest.raises(TypeError):
+        reducer_for([Writer(), DropOldest()], max_tokens=60).reduce(existing=tool_chat(3))
+
+
+class Shorten(ReductionStep):
+    """A rewriting step with no ``rewrote()`` of its own: the context remembers its
+    rewrites, so an original reaches the hooks once and its rewrite never does."""
+
+    id = "shorten"
+    prunes = False
+
+    def apply(self, context: StepContext) -> list[Any]:
+        touched = []
+        for position, message in enumerate(context.messages):
+            if context.role(position) != "tool":
+                continue
+            content = message["content"]
+            if not content.startswith("[short]"):
+                shorter = {**message, "content": "[short] " + content[:5]}
+                context.replace(position, shorter)
+                touched.append(shorter)
+        return touched
+
+
+def test_a_custom_rewrite_is_not_handed_over_again_when_it_leaves() -> None:
+    hook = Hook()
+    history = tool_chat(8)
+    reducer = reducer_for([Shorten(), DropOldest()], hook, max_tokens=80)
+    stored: list[Any] = []
+    for turn in range(0, len(history), 4):
+        stored = reducer.reduce(existing=stored, new=history[turn : turn + 4]).surviving
+    assert once_each(hook.got)
+    assert all(not str(m["content"]).startswith("[short]") for m in hook.got), "no rewrite"
+    given = {id(m) for m in history}
+    assert {id(m) for m in hook.got} <= given
+    # Every tool output that left, as text or as a message, reached the hook as given.
+    shortened = {m["id"] for m in stored if str(m["content"]).startswith("[short]")}
+    left = {m["id"] for m in history} - {m["id"] for m in stored}
+    handed = [m["id"] for m in hook.got]
+    tools = {m["id"] for m in history if m["role"] == "tool"}
+    assert (left | (shortened & tools)) == set(handed)
+
+
+def test_the_rewrite_memory_is_per_conversation() -> None:
+    """The same rewrite in another conversation (ids reused) is that conversation's
+    original: it is handed over there."""
+    hook = Hook()
+    history = tool_chat(3)
+    total = sum(MessageReducer().count_tokens(m) for m in history)
+    reducer = reducer_for([Shorten(), DropOldest()], hook, max_tokens=total - 1)
+    first = reducer.reduce(existing=history, namespace=("memories", "a"))
+    assert [r.step for r in first.steps] == ["shorten"]
+    rewrite = next(m for m in first.surviving if str(m["content"]).startswith("[short]"))
+    other = [rewrite if m["id"] == rewrite["id"] else m for m in history]
+    hook.got.clear()
+    small = reducer_for([DropOldest()], hook, max_tokens=5)
+    small.rewrites.add(rewrite, ("memories", "a"))  # as if this reducer had made it there
+    small.reduce(existing=other, namespace=("memories", "b"))
+    assert rewrite in hook.got
+
+
+@pytest.mark.parametrize(
+    ("block", "words"),
+    [
+        ([{"role": "tool", "tool_call_id": "zz", "content": "x"}], "orphan|answers no"),
+        (
+            [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "zz",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": "{}"},
+                        }
+                    ],
+                }
+            ],
+            "zz",
+        ),
+    ],
+)
+def test_an_inserted_block_must_pair_up_by_itself(block: list[Any], words: str) -> None:
+    reducer = reducer_for([Edit(lambda c: c.insert(1, block))], max_tokens=60)
+    with pytest.raises(ValueError, match=rf"pair its tool calls.*|{words}"):
+        reducer.reduce(existing=tool_chat(3))
+
+
+def test_nothing_is_inserted_after_the_question() -> None:
+    note = {"role": "assistant", "content": "a note"}
+    history = [*tool_chat(3), {"role": "user", "content": "and now?", "id": "q"}]
+    at_end = reducer_for([Edit(lambda c: c.insert(len(c.messages), [note]))], max_tokens=60)
+    with pytest.raises(ValueError, match="after the newest human message"):
+        at_end.reduce(existing=history)
+    before = reducer_for([Edit(lambda c: c.insert(len(c.messages) - 1, [note]))], max_tokens=60)
+    assert note in before.reduce(existing=history).surviving
+
+
+def test_select_relevant_with_a_summary_keeps_room_for_the_block() -> None:
+    """Summarising what it drops, the step leaves the summary's room free, so the reduce
+    does not make room by dropping the turn it chose to keep."""
+    calls: list[int] = []
+
+    def summarize(messages: list[Any]) -> str:
+        calls.append(len(messages))
+        return "The user asked about many topics."
+
+    history = long_chat()
+    budget = MessageReducer().count_tokens(history[1]) * 2 + 200
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            max_tokens=budget,
+            summarize_fn=summarize,
+            inject_summary=True,
+            summary_max_tokens=30,
+            start_on_human=True,
+            policy=[SelectRelevant(summarize=True), DropOldest()],
+        )
+    )
+    result = reducer.reduce(existing=history)
+    assert has_code(result.surviving)
+    assert len(calls) == 1 and result.tokens_after <= budget
+    assert reducer.validate(result.surviving).problems == []
+
+
+def test_a_policy_must_prune() -> None:
+    with pytest.raises(ValueError, match="no step of the policy prunes"):
+        ReducerConfig(max_tokens=100, policy=[ClearToolOutputs()])
+
+
+def test_a_truncation_marker_with_an_unknown_field_is_refused_when_built() -> None:
+    with pytest.raises(ValueError, match=r"TruncateLargest\.marker.*\{removed\}"):
+        TruncateLargest(marker=" [cut {removed} {other}]")
+    assert TruncateLargest(marker=" [cut {removed} of {{many}}]").marker
+
+
+def test_numpy_scores_are_numbers_and_mismatched_vectors_are_refused() -> None:
+    numpy = pytest.importorskip("numpy")
+
+    def scorer(query: str, text: str) -> Any:
+        return numpy.float32(1.0 if CODE in text else 0.0)
+
+    history = long_chat()
+    budget = MessageReducer().count_tokens(history[1]) * 2 + 200
+    kept = reducer_for([SelectRelevant(scorer=scorer), DropOldest()], max_tokens=budget)
+    assert has_code(kept.reduce(existing=history).surviving)
+
+    class Mismatched(BagOfWords):
+        def embed_query(self, text: str) -> list[float]:
+            return [1.0, 0.0]
+
+    step = SelectRelevant(embeddings=Mismatched())
+    with pytest.raises(StepError, match="dimensions"):
+        reducer_for([step, DropOldest()], max_tokens=budget).reduce(
+            existing=history, on_prune_error="raise"
+        )
