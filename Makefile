@@ -20,11 +20,12 @@ ARGS   ?=
 
 .PHONY: demo test lint docs bench install
 
-$(STAMP): pyproject.toml integrations/cosmosdb/pyproject.toml
+$(STAMP): pyproject.toml integrations/cosmosdb/pyproject.toml integrations/tiktoken/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
 	$(BIN)/python -m pip install --quiet --group dev \
-		-e ".[agents,tokens,demo]" -e "integrations/cosmosdb[identity,zstd]"
+		-e ".[agents,tokens,demo]" -e "integrations/cosmosdb[identity,zstd]" \
+		"integrations/tiktoken"
 	touch $(STAMP)
 
 $(DEMO_STAMP): pyproject.toml

