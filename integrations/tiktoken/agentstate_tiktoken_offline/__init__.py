@@ -122,7 +122,7 @@ def mergeable_ranks(encoding: Encoding) -> dict[bytes, int]:
     Raises:
         ValueError: The file's sha256 is not the one tiktoken expects (a damaged copy).
     """
-    packed = resources.files(__name__).joinpath("data", encoding.file).read_bytes()
+    packed = resources.files(__name__).joinpath("data").joinpath(encoding.file).read_bytes()
     text = lzma.decompress(packed)
     digest = hashlib.sha256(text).hexdigest()
     if digest != encoding.sha256:
