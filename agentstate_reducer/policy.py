@@ -527,11 +527,6 @@ def check_policy(policy: Sequence[Any] | None, *, token_mode: bool, can_summariz
             raise ValueError(f"policy[{index}] ({step.id}) works on tokens: set max_tokens")
         if step.summarizes and not can_summarize:
             raise ValueError(f"policy[{index}] ({step.id}) needs summarize_fn")
-    if not any(step.prunes for step in policy):
-        raise ValueError(
-            "no step of the policy prunes (each only rewrites messages), so the list would "
-            "grow unbounded: end it with DropOldest() or Summarize()"
-        )
     if can_summarize and not any(step.summarizes for step in policy):
         raise ValueError(
             "summarize_fn is set but no step of the policy summarises, so it would never be "

@@ -1427,9 +1427,14 @@ def test_select_relevant_with_a_summary_keeps_room_for_the_block() -> None:
     assert reducer.validate(result.surviving).problems == []
 
 
-def test_a_policy_must_prune() -> None:
-    with pytest.raises(ValueError, match="no step of the policy prunes"):
-        ReducerConfig(max_tokens=100, policy=[ClearToolOutputs()])
+def test_a_policy_of_rewriting_steps_only_bounds_nothing_but_is_allowed() -> None:
+    """Clearing without pruning is what a view-only context editor does; such a reducer
+    rewrites what it can and leaves the list over the budget rather than refuse to run."""
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=60, policy=[ClearToolOutputs()]))
+    history = tool_chat(6)
+    result = reducer.reduce(existing=history)
+    assert result.pruned == [] and len(result.surviving) == len(history)
+    assert result.rewritten and result.tokens_after < result.tokens_before
 
 
 def test_a_truncation_marker_with_an_unknown_field_is_refused_when_built() -> None:
