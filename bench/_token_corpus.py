@@ -806,6 +806,8 @@ def _whitespace(rng: random.Random, half: int) -> str:
 
 def _number(rng: random.Random) -> str:
     choice = rng.random()
+    if choice < 0.15:
+        return str(rng.randint(-9, 99))
     if choice < 0.4:
         return str(rng.randint(0, 10 ** rng.randint(1, 12)))
     if choice < 0.55:
