@@ -101,6 +101,181 @@ ARABIC = """
 مرحبا شكرا السلام عليكم كيف حالك أريد يمكن يجب نستطيع قال يقول ذهب يذهب جاء يأتي
 """
 
+SPANISH = """
+el la los las de del un una y que en es por para con no se su sus lo como más pero muy
+también ya cuando donde porque sobre entre hasta desde todo todos otra otro este esta ese
+año día vez tiempo mundo vida hombre mujer niño país ciudad casa trabajo escuela gobierno
+está están había hacer tener poder decir sabía después antes siempre nunca aquí allí ahora
+información configuración aplicación conexión contraseña usuario servidor búsqueda página
+número teléfono dirección también además través según mañana último próximo rápido
+solicitud respuesta resultado pedido factura envío pago cliente empresa desarrollo proyecto
+necesitamos podríamos revisar enviar actualizar eliminar guardar comprobar reunión equipo
+mientras entonces sin embargo todavía frecuencia luego quizás realmente juntos nadie
+algo nada cada propio necesitar trabajar hablar pensar sentir ver encontrar entender pedir
+responder esperar buscar escribir leer comer beber dormir salir volver coche calle tren avión
+carta libro ventana puerta mesa silla cocina habitación baño semana mes tarde noche familia
+amigo importante necesario posible difícil fácil grande pequeño nuevo viejo bonito seguridad
+rendimiento memoria dispositivo actualización carga mensaje base datos contraseña sesión
+"""
+
+PORTUGUESE = """
+o a os as de do da dos das um uma e que em é por para com não se seu sua mais mas muito
+também já quando onde porque sobre entre até desde todo todos outra outro este esta esse
+ano dia vez tempo mundo vida homem mulher criança país cidade casa trabalho escola governo
+está estão havia fazer ter poder dizer sabia depois antes sempre nunca aqui ali agora
+informação configuração aplicação conexão senha usuário servidor pesquisa página número
+telefone endereço além através segundo amanhã último próximo rápido solicitação resposta
+resultado pedido fatura envio pagamento cliente empresa desenvolvimento projeto
+precisamos poderíamos verificar enviar atualizar excluir salvar reunião equipe obrigado
+enquanto então porém ainda frequentemente logo talvez realmente juntos ninguém
+algo nada cada próprio precisar trabalhar falar pensar sentir ver encontrar entender pedir
+responder esperar procurar escrever ler comer beber dormir sair voltar carro rua trem avião
+carta livro janela porta mesa cadeira cozinha quarto banheiro semana mês manhã tarde noite
+família amigo importante necessário possível difícil fácil grande pequeno novo velho bonito
+segurança desempenho memória dispositivo atualização carregamento mensagem banco dados
+"""
+
+ITALIAN = """
+il lo la i gli le di del della un una e che in è per con non si suo sua più ma molto anche
+già quando dove perché sopra tra fino da tutto tutti altra altro questo questa quello anno
+giorno volta tempo mondo vita uomo donna bambino paese città casa lavoro scuola governo
+sono hanno aveva fare avere potere dire sapeva dopo prima sempre mai qui ora adesso
+informazioni configurazione applicazione connessione utente servizio ricerca pagina numero
+telefono indirizzo inoltre attraverso secondo domani ultimo prossimo veloce richiesta
+risposta risultato ordine fattura spedizione pagamento cliente azienda sviluppo progetto
+dobbiamo potremmo controllare inviare aggiornare eliminare salvare riunione squadra grazie
+mentre quindi però invece ancora spesso subito forse davvero insieme nessuno qualcosa
+niente ognuno sempre proprio bisogno lavorare parlare pensare sentire vedere trovare capire
+chiedere rispondere aspettare cercare scrivere leggere mangiare bere dormire uscire tornare
+macchina strada treno aereo lettera libro finestra porta tavolo sedia cucina camera bagno
+settimana mese stagione mattina pomeriggio sera notte oggi ieri domani famiglia amico
+importante necessario possibile difficile facile grande piccolo nuovo vecchio bello brutto
+sicurezza prestazioni memoria dispositivo impostazioni aggiornamento caricamento errore
+"""
+
+POLISH = """
+i w na z do że się nie jest to jak ale po o co tak już od za przez dla jego jej ich tym
+który która które być może bardzo także jeszcze tylko kiedy gdzie dlaczego teraz zawsze
+rok dzień czas świat życie człowiek kobieta dziecko kraj miasto dom praca szkoła rząd
+wczoraj dzisiaj jutro wieczorem rozmawiałem kierownikiem działu sprzedaży wynikach
+ostatni kwartał przychody wzrosły koszty również znacząco zwiększyły musimy przygotować
+szczegółową analizę przedstawić zarządowi przyszłym tygodniu sprawdzić wszystkie faktury
+zostały zaksięgowane dziękuję pozdrawiam serdecznie użytkownik wiadomość serwer błąd
+zapytanie odpowiedź plik ustawienia program połączenie aktualizacja usunięcie zapisanie
+wyszukiwanie zamówienie płatność klient przedsiębiorstwo rozwój oprogramowania spotkanie
+chciałbym mogę muszę trzeba można bardzo trochę wszyscy nikt coś nic zawsze często
+czasami może oczywiście proszę przepraszam tak nie samochód pociąg samolot list książka
+okno drzwi stół krzesło kuchnia pokój łazienka tydzień miesiąc rano popołudnie noc rodzina
+przyjaciel ważny potrzebny możliwy trudny łatwy duży mały nowy stary piękny bezpieczeństwo
+wydajność pamięć urządzenie ustawienia aktualizacja ładowanie komunikat baza danych hasło
+logowanie wylogowanie rozwiązanie problem pytanie odpowiedzi sprawozdanie współpraca
+jestem jesteś są był była było będzie mam masz mają miał chcę wiem myślę widzę mówię
+robię idę wracam czekam szukam piszę czytam jem piję śpię pracuję mieszkam lubię kocham
+pan pani państwo woda chleb mleko kawa herbata pieniądze sklep ulica droga rzeka góra morze
+las pole ogród drzewo kwiat pies kot ptak koń słońce deszcz śnieg wiatr zima wiosna lato
+jesień poniedziałek wtorek środa czwartek piątek sobota niedziela godzina minuta chwila
+koniec początek część strona sprawa przykład powód sposób miejsce wynik liczba cena wartość
+dobrze źle szybko wolno wcześnie późno razem osobno prawie naprawdę właśnie jednak ponieważ
+"""
+
+CZECH = """
+a v na s do že se ne je to jak ale po o co tak už od za přes pro jeho její jejich tím
+který která které být může velmi také ještě jen když kde proč teď vždy rok den čas svět
+život člověk žena dítě země město dům práce škola vláda včera dnes zítra večer mluvil
+vedoucím obchodního oddělení výsledcích poslední čtvrtletí tržby vzrostly náklady také
+výrazně zvýšily musíme připravit podrobnou analýzu předložit vedení příští týden
+zkontrolovat všechny faktury zaúčtovány děkuji srdečně zdravím uživatel zpráva server
+chyba požadavek odpověď soubor nastavení program připojení aktualizace odstranění uložení
+vyhledávání objednávka platba zákazník společnost vývoj software schůzka rozhodnutí
+jsem jsi jsou byl byla bylo bude mám máš mají měl chci vím myslím vidím říkám dělám
+jdu vracím čekám hledám píšu čtu jím piju spím pracuji bydlím rád miluji pane paní voda chléb
+mléko káva čaj peníze obchod ulice cesta řeka hora moře les pole zahrada strom květina pes
+kočka pták kůň slunce déšť sníh vítr zima jaro léto podzim pondělí úterý středa čtvrtek pátek
+sobota neděle hodina minuta chvíle konec začátek část strana věc příklad důvod způsob místo
+výsledek číslo cena hodnota dobře špatně rychle pomalu brzy pozdě spolu zvlášť skoro opravdu
+právě však protože bezpečnost výkon paměť zařízení nastavení stahování heslo přihlášení
+"""
+
+TURKISH = """
+ve bir bu da de için ile çok daha ne gibi ama en her kadar sonra önce şimdi burada orada
+olarak olan oldu değil var yok ben sen biz siz onlar yıl gün zaman dünya hayat adam kadın
+çocuk ülke şehir ev iş okul hükümet dün bugün yarın akşam satış departmanı müdürüyle son
+çeyrek sonuçlarımız hakkında konuştum gelirlerin yüzde arttığı ortaya çıktı ancak lojistik
+maliyetleri önemli ölçüde yükseldi ayrıntılı analiz hazırlamamız gelecek hafta yönetime
+sunmamız gerekiyor faturaların kaydedilip kaydedilmediğini kontrol edebilir misin
+teşekkürler saygılarımla kullanıcı mesaj sunucu hata istek yanıt dosya ayarlar program
+bağlantı güncelleme silme kaydetme arama sipariş ödeme müşteri şirket geliştirme toplantı
+"""
+
+HUNGARIAN = """
+a az és hogy nem is egy de meg már csak mint ha van volt lesz még el ki be fel le itt ott
+most mindig soha év nap idő világ élet ember asszony gyerek ország város ház munka iskola
+kormány tegnap ma holnap este beszéltem értékesítési osztály vezetőjével utolsó
+negyedéves eredményeinkről kiderült bevételek tizenkét százalékkal nőttek logisztikai
+költségek jelentősen emelkedtek részletes elemzést készítenünk jövő héten bemutatnunk
+vezetőségnek megnézni minden számlát lekönyveltek köszönöm üdvözlettel felhasználó
+üzenet kiszolgáló hiba kérés válasz fájl beállítások program kapcsolat frissítés törlés
+mentés keresés megrendelés fizetés ügyfél vállalat fejlesztés szoftver értekezlet
+szeretnék tudok akarok kell lehet nagyon kicsit mindenki senki valami semmi
+mindig gyakran néha talán persze természetesen köszönöm szívesen kérem bocsánat igen nem
+autó vonat repülő levél könyv ablak ajtó asztal szék konyha szoba fürdőszoba hét hónap
+reggel délután éjszaka család barát fontos szükséges lehetséges nehéz könnyű nagy kicsi új
+régi szép biztonság teljesítmény memória eszköz beállítás frissítés betöltés hibaüzenet
+adatbázis felhasználói jelszó bejelentkezés kijelentkezés megoldás probléma kérdés válasz
+vagyok vagy vagyunk volt lesz akar tud szeret lát hall mond csinál megy jön vár
+keres ír olvas eszik iszik alszik dolgozik lakik úr asszonyom víz kenyér tej kávé tea pénz
+bolt utca út folyó hegy tenger erdő mező kert fa virág kutya macska madár ló nap eső hó szél
+tél tavasz nyár ősz hétfő kedd szerda csütörtök péntek szombat vasárnap óra perc pillanat
+vége kezdet rész oldal ügy példa ok mód hely eredmény szám ár érték jól rosszul gyorsan lassan
+korán későn együtt külön majdnem tényleg éppen azonban mert
+"""
+
+ROMANIAN = """
+și în de la cu pe nu că o un este sunt a fost mai dar foarte sau dacă când unde pentru
+acum aici acolo mereu niciodată an zi timp lume viață om femeie copil țară oraș casă muncă
+școală guvern ieri astăzi mâine aseară am vorbit șeful departamentului vânzări despre
+rezultatele noastre ultimul trimestru dovedit veniturile crescut doisprezece sută
+costurile logistice semnificativ trebuie pregătim analiză detaliată prezentăm conducerii
+săptămâna viitoare putea verifica toate facturile înregistrate mulțumesc bune utilizator
+mesaj server eroare cerere răspuns fișier setări program conexiune actualizare ștergere
+salvare căutare comandă plată client companie dezvoltare întâlnire echipă
+"""
+
+INDONESIAN = """
+dan yang di ke dari ini itu dengan untuk tidak ada adalah akan pada juga saya kami kita
+mereka anda sudah belum bisa harus karena jika ketika sangat lebih semua tahun hari waktu
+dunia hidup orang perempuan anak negara kota rumah pekerjaan sekolah pemerintah kemarin
+malam berbicara kepala departemen penjualan tentang hasil kuartal terakhir ternyata
+pendapatan naik persen tetapi biaya logistik meningkat secara signifikan perlu
+menyiapkan analisis terperinci mempresentasikannya kepada manajemen minggu depan bisakah
+memeriksa apakah faktur dibukukan terima kasih salam hangat pengguna pesan peladen
+kesalahan permintaan jawaban berkas pengaturan program sambungan pembaruan penghapusan
+penyimpanan pencarian pesanan pembayaran pelanggan perusahaan pengembangan pertemuan
+"""
+
+VIETNAMESE = """
+và của là có không được cho những với một các này trong người đã để khi đến như từ cũng
+nhưng rất nhiều hơn đó thì sẽ đang vì nếu năm ngày thời gian thế giới cuộc sống đàn ông
+phụ nữ trẻ em đất nước thành phố nhà công việc trường học chính phủ hôm qua hôm nay ngày
+mai tối tôi nói chuyện trưởng phòng kinh doanh về kết quả quý vừa rồi doanh thu tăng mười
+hai phần trăm chi phí hậu cần đáng kể chúng ta cần chuẩn bị phân tích chi tiết trình bày
+ban giám đốc tuần sau kiểm tra tất cả hóa đơn cảm ơn người dùng tin nhắn máy chủ lỗi yêu
+cầu phản hồi tệp cài đặt chương trình kết nối cập nhật xóa lưu tìm kiếm đơn hàng thanh toán
+trong khi vì vậy tuy nhiên vẫn thường xuyên sau đó có lẽ thực sự cùng nhau không ai
+cái gì mỗi riêng cần làm việc nói nghĩ cảm thấy nhìn tìm hiểu hỏi trả lời chờ đợi viết đọc
+ăn uống ngủ đi ra trở về xe hơi đường phố tàu máy bay thư sách cửa sổ bàn ghế nhà bếp phòng
+tháng buổi sáng buổi chiều đêm gia đình bạn bè quan trọng cần thiết có thể khó dễ lớn nhỏ mới
+cũ đẹp bảo mật hiệu suất bộ nhớ thiết bị tải xuống thông báo cơ sở dữ liệu mật khẩu đăng nhập
+"""
+
+HEBREW = """
+של את על עם זה לא כי גם אבל או אם כל יש אין הוא היא הם אנחנו אני אתה מה איך למה מתי איפה
+היום מחר אתמול עכשיו כאן שם תמיד אף פעם שנה יום זמן עולם חיים איש אישה ילד ארץ עיר בית
+עבודה בית ספר ממשלה גדול קטן חדש ישן יפה מהיר חשוב אפשר צריך ברור קשה קל שלום תודה
+בבקשה משתמש הודעה שרת שגיאה בקשה תשובה קובץ הגדרות תוכנה בדיקה חיבור עדכון מחיקה שמירה
+חיפוש הזמנה תשלום לקוח חברה פיתוח פגישה דוח רבעון הכנסות הוצאות ניתוח הנהלה שבוע הבא
+"""
+
 # Chinese is drawn character by character, Japanese and Korean by word.
 CHINESE = (
     "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学"
@@ -445,6 +620,247 @@ def _emoji(rng: random.Random, half: int) -> str:
     return " ".join(parts)
 
 
+def _upper_case(rng: random.Random, half: int) -> str:
+    return _prose(ENGLISH)(rng, half).upper()
+
+
+def _scalar(rng: random.Random, half: int) -> str:
+    choice = rng.random()
+    if choice < 0.25:
+        return str(rng.randint(0, 10 ** rng.randint(1, 6)))
+    if choice < 0.35:
+        return rng.choice(["true", "false", "null", '"yes"', "~"])
+    if choice < 0.5:
+        return f'"{" ".join(rng.choice(_words(ENGLISH, half)) for _ in range(rng.randint(1, 6)))}"'
+    if choice < 0.6:
+        return f"{_identifier(rng, 'kebab')}:{rng.randint(0, 9)}.{rng.randint(0, 40)}.{rng.randint(0, 9)}"
+    if choice < 0.7:
+        return f"{rng.randint(1, 4096)}{rng.choice(['Mi', 'Gi', 'm', 's', 'ms', '%'])}"
+    if choice < 0.8:
+        return f"https://{_identifier(rng, 'kebab')}.example.org/{_identifier(rng, 'snake')}"
+    return _identifier(rng, rng.choice(["snake", "kebab", "dotted", "camel"]))
+
+
+def _yaml(rng: random.Random, half: int) -> str:
+    lines: list[str] = []
+
+    def mapping(indent: int, depth: int) -> None:
+        for _ in range(rng.randint(2, 6)):
+            key = _identifier(rng, rng.choice(["snake", "camel", "kebab"]))
+            pad = " " * indent
+            choice = rng.random()
+            if depth < 3 and choice < 0.3:
+                lines.append(f"{pad}{key}:")
+                mapping(indent + 2, depth + 1)
+            elif depth < 3 and choice < 0.45:
+                lines.append(f"{pad}{key}:")
+                for _ in range(rng.randint(1, 4)):
+                    lines.append(f"{pad}  - {_scalar(rng, half)}")
+            elif choice < 0.5:
+                lines.append(f"{pad}# {_sentences(rng, _words(ENGLISH, half), lengths=(3, 8))}")
+            else:
+                lines.append(f"{pad}{key}: {_scalar(rng, half)}")
+
+    mapping(0, 0)
+    return "\n".join(lines) + "\n"
+
+
+def _csv(rng: random.Random, half: int) -> str:
+    columns = rng.randint(3, 8)
+    kinds = [
+        rng.choice(["int", "float", "word", "date", "email", "id", "bool"]) for _ in range(columns)
+    ]
+    separator = rng.choice([",", ",", ";", "\t"])
+
+    def cell(kind: str) -> str:
+        if kind == "int":
+            return str(rng.randint(0, 10 ** rng.randint(1, 8)))
+        if kind == "float":
+            return f"{rng.uniform(-1000, 10000):.{rng.randint(1, 4)}f}"
+        if kind == "date":
+            return _timestamp(rng)[: rng.choice([10, 19, 24])]
+        if kind == "email":
+            return f"{rng.choice(_IDENTIFIER_WORDS)}.{rng.choice(_IDENTIFIER_WORDS)}{rng.randint(1, 99)}@example.com"
+        if kind == "id":
+            return _uuid(rng)[: rng.choice([8, 36])]
+        if kind == "bool":
+            return rng.choice(["true", "false", "1", "0", ""])
+        text = " ".join(rng.choice(_words(ENGLISH, half)) for _ in range(rng.randint(1, 4)))
+        return f'"{text}"' if rng.random() < 0.3 else text
+
+    rows = [separator.join(_identifier(rng, "snake") for _ in range(columns))]
+    for _ in range(rng.randint(3, 40)):
+        rows.append(separator.join(cell(kind) for kind in kinds))
+    return "\n".join(rows) + "\n"
+
+
+def _sql(rng: random.Random, half: int) -> str:
+    statements = []
+    for _ in range(rng.randint(1, 4)):
+        table = _identifier(rng, "snake")
+        columns = [_identifier(rng, "snake") for _ in range(rng.randint(2, 6))]
+        choice = rng.random()
+        if choice < 0.4:
+            statements.append(
+                f"SELECT {', '.join(f't.{c}' for c in columns)}, COUNT(*) AS {_identifier(rng, 'snake')}\n"
+                f"FROM {table} t\nJOIN {_identifier(rng, 'snake')} u ON u.id = t.{columns[0]}\n"
+                f"WHERE t.{columns[-1]} >= '{_timestamp(rng)[:10]}' AND t.{rng.choice(columns)} IN "
+                f"({', '.join(repr(rng.choice(_IDENTIFIER_WORDS)) for _ in range(rng.randint(1, 4)))})\n"
+                f"GROUP BY {', '.join(f't.{c}' for c in columns)}\nORDER BY 1 DESC\nLIMIT {rng.randint(1, 1000)};"
+            )
+        elif choice < 0.7:
+            values = ", ".join(
+                f"({', '.join(str(rng.randint(0, 10**6)) if rng.random() < 0.5 else repr(rng.choice(_words(ENGLISH, half))) for _ in columns)})"
+                for _ in range(rng.randint(1, 6))
+            )
+            statements.append(f"INSERT INTO {table} ({', '.join(columns)}) VALUES {values};")
+        else:
+            definitions = ",\n".join(
+                f"    {c} {rng.choice(['BIGINT NOT NULL', 'TEXT', 'VARCHAR(255)', 'TIMESTAMPTZ DEFAULT now()', 'NUMERIC(12, 2)', 'BOOLEAN'])}"
+                for c in columns
+            )
+            statements.append(
+                f"CREATE TABLE IF NOT EXISTS {table} (\n    id BIGSERIAL PRIMARY KEY,\n{definitions}\n);"
+            )
+    return "\n\n".join(statements) + "\n"
+
+
+def _html(rng: random.Random, half: int) -> str:
+    words = _words(ENGLISH, half)
+
+    def element(depth: int) -> str:
+        tag = rng.choice(["div", "section", "ul", "p", "span", "a", "table", "form"])
+        attributes = ""
+        for _ in range(rng.randint(0, 3)):
+            name = rng.choice(["class", "id", "data-id", "href", "style", "aria-label"])
+            value = rng.choice(
+                [
+                    _identifier(rng, "kebab"),
+                    str(rng.randint(1, 9999)),
+                    "/" + _identifier(rng, "kebab") + f"/{rng.randint(1, 999)}",
+                ]
+            )
+            attributes += f' {name}="{value}"'
+        pad = "  " * depth
+        if depth >= 3 or rng.random() < 0.4:
+            text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 10)))
+            return f"{pad}<{tag}{attributes}>{text}</{tag}>"
+        children = "\n".join(element(depth + 1) for _ in range(rng.randint(1, 4)))
+        return f"{pad}<{tag}{attributes}>\n{children}\n{pad}</{tag}>"
+
+    return "\n".join(element(0) for _ in range(rng.randint(1, 3))) + "\n"
+
+
+def _stack_trace(rng: random.Random, half: int) -> str:
+    if rng.random() < 0.5:
+        frames = []
+        for _ in range(rng.randint(3, 15)):
+            module = "/".join(_identifier(rng, "snake") for _ in range(rng.randint(1, 4)))
+            frames.append(
+                f'  File "/srv/app/{module}.py", line {rng.randint(1, 3000)}, in {_identifier(rng, "snake")}\n'
+                f"    {_identifier(rng, 'snake')} = {_identifier(rng, 'snake')}({_identifier(rng, 'snake')}, {_identifier(rng, 'snake')}={rng.randint(0, 100)})"
+            )
+        error = f"{_identifier(rng, 'pascal')}Error: {_sentences(rng, _words(ENGLISH, half), lengths=(3, 10))}"
+        return "Traceback (most recent call last):\n" + "\n".join(frames) + "\n" + error + "\n"
+    package = ".".join(_identifier(rng, "snake").replace("_", "") for _ in range(rng.randint(2, 4)))
+    lines = [
+        f'Exception in thread "main" java.lang.{_identifier(rng, "pascal")}Exception: {_sentences(rng, _words(ENGLISH, half), lengths=(3, 8))}'
+    ]
+    for _ in range(rng.randint(4, 20)):
+        cls = _identifier(rng, "pascal")
+        lines.append(
+            f"\tat com.{package}.{cls}.{_identifier(rng, 'camel')}({cls}.java:{rng.randint(1, 900)})"
+        )
+    if rng.random() < 0.4:
+        lines.append(f"\t... {rng.randint(1, 40)} more")
+    return "\n".join(lines) + "\n"
+
+
+def _whitespace(rng: random.Random, half: int) -> str:
+    words = _words(ENGLISH, half)
+    parts = []
+    for _ in range(rng.randint(3, 20)):
+        choice = rng.random()
+        if choice < 0.25:
+            parts.append(" " * rng.randint(2, 400))
+        elif choice < 0.4:
+            parts.append("\t" * rng.randint(1, 60))
+        elif choice < 0.55:
+            parts.append("\n" * rng.randint(2, 40))
+        elif choice < 0.7:
+            width = rng.randint(8, 40)
+            parts.append(
+                "\n".join(
+                    f"{rng.choice(words):<{width}}{rng.randint(0, 10**5):>{rng.randint(6, 20)}}"
+                    for _ in range(rng.randint(2, 10))
+                )
+            )
+        elif choice < 0.75:
+            parts.append(rng.choice(["\r\n", " \n", "\t\n", "\n \n"]) * rng.randint(1, 20))
+        elif choice < 0.8:
+            parts.append("".join(rng.choice(" \t\n\r") for _ in range(rng.randint(2, 80))))
+        else:
+            parts.append(" ".join(rng.choice(words) for _ in range(rng.randint(1, 12))))
+    return "".join(parts)
+
+
+def _number(rng: random.Random) -> str:
+    choice = rng.random()
+    if choice < 0.15:
+        return str(rng.randint(-9, 99))
+    if choice < 0.4:
+        return str(rng.randint(0, 10 ** rng.randint(1, 12)))
+    if choice < 0.55:
+        return str(-rng.randint(0, 10 ** rng.randint(1, 6)))
+    if choice < 0.85:
+        return f"{rng.uniform(-1000, 1000):.{rng.randint(1, 8)}f}"
+    if choice < 0.95:
+        return f"{rng.uniform(0, 1):.{rng.randint(4, 10)}f}"
+    return f"{rng.uniform(1, 9):.3f}e{rng.choice(['-', '+', ''])}{rng.randint(1, 30):02d}"
+
+
+def _numbers(rng: random.Random, half: int) -> str:
+    join = rng.choice([" ", ", ", "\n", ",", "\t", "; "])
+    return join.join(_number(rng) for _ in range(rng.randint(5, 300)))
+
+
+def _digits(rng: random.Random, half: int) -> str:
+    parts = []
+    for _ in range(rng.randint(1, 8)):
+        length = rng.choice([rng.randint(4, 40), rng.randint(40, 400), rng.randint(400, 3000)])
+        digits = "".join(rng.choice("0123456789") for _ in range(length))
+        if rng.random() < 0.2:
+            digits = rng.choice("0123456789") * length  # a run of one digit
+        parts.append(digits)
+    return rng.choice(["\n", " ", ", "]).join(parts)
+
+
+def _json_numbers(rng: random.Random, half: int) -> str:
+    choice = rng.random()
+    if choice < 0.35:
+        width = rng.randint(1, 12)
+        value: Any = [rng.randint(0, 10**width) for _ in range(rng.randint(5, 300))]
+    elif choice < 0.55:
+        value = [round(rng.gauss(0, 0.2), rng.randint(3, 8)) for _ in range(rng.randint(8, 256))]
+    elif choice < 0.8:
+        value = {
+            _identifier(rng, "snake"): [rng.randint(0, 10**9) for _ in range(rng.randint(1, 60))]
+            for _ in range(rng.randint(1, 5))
+        }
+    else:
+        value = [
+            {
+                "id": rng.randint(1, 10**9),
+                "ts": rng.randint(1_500_000_000, 1_800_000_000),
+                _identifier(rng, "snake"): round(rng.uniform(0, 1e4), 2),
+            }
+            for _ in range(rng.randint(2, 40))
+        ]
+    if rng.random() < 0.3:
+        return json.dumps(value, indent=2)
+    return json.dumps(value, separators=rng.choice([(",", ":"), (", ", ": ")]))
+
+
 #: Every kind of content, by name, with its generator ``(rng, half) -> message``.
 KINDS: dict[str, Callable[[random.Random, int], str]] = {
     "english": _prose(ENGLISH, typographic=True),
@@ -466,6 +882,27 @@ KINDS: dict[str, Callable[[random.Random, int], str]] = {
     "logs": _logs,
     "markdown_table": _markdown_table,
     "emoji": _emoji,
+    "spanish": _prose(SPANISH, typographic=True),
+    "portuguese": _prose(PORTUGUESE, typographic=True),
+    "italian": _prose(ITALIAN, typographic=True),
+    "polish": _prose(POLISH),
+    "czech": _prose(CZECH),
+    "turkish": _prose(TURKISH),
+    "hungarian": _prose(HUNGARIAN),
+    "romanian": _prose(ROMANIAN),
+    "indonesian": _prose(INDONESIAN),
+    "vietnamese": _prose(VIETNAMESE),
+    "hebrew": _prose(HEBREW, capitalize=False),
+    "upper_case": _upper_case,
+    "yaml": _yaml,
+    "csv": _csv,
+    "sql": _sql,
+    "html": _html,
+    "stack_trace": _stack_trace,
+    "whitespace": _whitespace,
+    "number_lists": _numbers,
+    "digit_runs": _digits,
+    "json_numbers": _json_numbers,
 }
 
 

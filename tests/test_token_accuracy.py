@@ -3,11 +3,13 @@
 The costs in ``agentstate_reducer/tokens.py`` were fitted on the corpus of
 ``bench/_token_corpus.py`` with seed 0 and the first half of its word lists; here every
 kind is generated with other seeds from the other half of the words, and checked on text
-the corpus never makes (this repository's own code and docs, hypothesis-drawn data).
+the corpus never makes (this repository's own code and docs, hypothesis-drawn digit
+strings, number lists and whitespace).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -15,7 +17,7 @@ from typing import Any
 
 import pytest
 import tiktoken
-from hypothesis import given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from agentstate_reducer.tokens import estimate_text_tokens
@@ -59,6 +61,67 @@ def test_any_seed_of_any_kind_is_within_the_band(seed: int, kind: str) -> None:
     """Whatever seed hypothesis draws, 20 messages of a kind land in the band: the costs
     hold for the kind, not for the texts they were fitted on."""
     assert LOW <= ratio(corpus(kind, seed, half=1, messages=20)) <= HIGH
+
+
+def at_least_low(text: str) -> None:
+    """For a text of 50 cl100k_base tokens or more, the estimate is not below LOW times it
+    (shorter texts are drawn too, and left out by ``assume``)."""
+    tokens = exact(text)
+    assume(tokens >= 50)
+    assert estimate_text_tokens(text) >= LOW * tokens, (tokens, estimate_text_tokens(text))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet="0123456789", min_size=150, max_size=6000))
+def test_a_digit_string_of_any_length_is_not_under_counted(digits: str) -> None:
+    """cl100k_base splits digits into groups of three: the estimate grows with them."""
+    at_least_low(digits)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(min_value=-(10**15), max_value=10**15), min_size=40, max_size=600),
+    st.sampled_from([" ", ",", ", ", "\n", "\t", "; "]),
+)
+def test_a_list_of_numbers_is_not_under_counted(numbers: list[int], separator: str) -> None:
+    at_least_low(separator.join(map(str, numbers)))
+    at_least_low(json.dumps(numbers))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([" ", "\t", "\n", "\r\n", " \n"]), st.integers(1, 4000)),
+        min_size=3,
+        max_size=8,
+    ),
+    st.sampled_from(["", "x", "word "]),
+)
+@example([(" ", 6000)], "")
+@example([("\t", 800)], "")
+@example([("\n", 1700)], "")
+def test_whitespace_runs_of_any_length_are_not_under_counted(
+    runs: list[tuple[str, int]], between: str
+) -> None:
+    """Runs of spaces, tabs or line breaks (each a few tokens per hundred characters in
+    cl100k_base), alone or between words."""
+    at_least_low(between.join(character * length for character, length in runs))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1234567890" * 300,
+        "\t" * 300,
+        "a" + " " * 1000 + "b",
+        json.dumps(list(range(10**6, 10**6 + 3000, 7))),
+        "\n".join(f"{n * 7919 % 10**9}" for n in range(400)),
+    ],
+    ids=["digits", "tabs", "spaces", "json-ids", "number-lines"],
+)
+def test_texts_the_estimate_once_counted_near_zero(text: str) -> None:
+    """Texts the estimate once counted at a few tokens whatever their length."""
+    assert LOW * exact(text) <= estimate_text_tokens(text) <= HIGH * exact(text) + 2
 
 
 @given(st.text(max_size=200))
