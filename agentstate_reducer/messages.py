@@ -18,7 +18,7 @@ message that carries the function's ``name``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 HUMAN = "human"
@@ -199,20 +199,24 @@ def content_of(msg: Any) -> Any:
 
 def tool_calls_of(msg: Any) -> list[Any]:
     """The raw tool-call entries of an ai message, in whatever form the message holds."""
+    calls = _own_or_extra(msg, "tool_calls", getattr)
+    return list(calls) if calls else []
+
+
+def _own_or_extra(msg: Any, name: str, attribute: Callable[[Any, str, Any], Any]) -> Any:
+    """The message's own ``name`` field (``attribute(msg, name, None)`` for an object),
+    else the same key of its ``additional_kwargs``, where LangChain keeps what a provider
+    sent beside the standard fields; None when neither has a value."""
     fields = _fields(msg)
     if fields is not None:
-        calls = fields.get("tool_calls")
-        if not calls:
-            extra = fields.get("additional_kwargs")
-            calls = extra.get("tool_calls") if isinstance(extra, Mapping) else None
+        value = fields.get(name)
+        extra = None if value else fields.get("additional_kwargs")
     else:
-        calls = getattr(msg, "tool_calls", None)
-        if not calls:
-            extra = getattr(msg, "additional_kwargs", None)
-            calls = extra.get("tool_calls") if isinstance(extra, Mapping) else None
-    if not calls:
-        return []
-    return list(calls)
+        value = attribute(msg, name, None)
+        extra = None if value else getattr(msg, "additional_kwargs", None)
+    if not value and isinstance(extra, Mapping):
+        value = extra.get(name)
+    return value or None
 
 
 #: Per message class: True when an instance can hold ``function_call`` only as a pydantic
@@ -220,7 +224,7 @@ def tool_calls_of(msg: Any) -> list[Any]:
 _FUNCTION_CALL_ONLY_EXTRA: dict[type, bool] = {}
 
 
-def _function_call_attribute(msg: Any) -> Any:
+def _function_call_attribute(msg: Any, name: str = "function_call", default: Any = None) -> Any:
     """``msg.function_call``, or None. On a pydantic message without such a field (every
     LangChain message) a missing attribute costs a raised and caught AttributeError inside
     pydantic, several times the rest of reading the message, so only its extra fields are
@@ -237,8 +241,8 @@ def _function_call_attribute(msg: Any) -> Any:
         _FUNCTION_CALL_ONLY_EXTRA[cls] = only_extra
     if only_extra:
         extra = getattr(msg, "__pydantic_extra__", None)
-        return extra.get("function_call") if isinstance(extra, dict) else None
-    return getattr(msg, "function_call", None)
+        return extra.get(name, default) if isinstance(extra, dict) else default
+    return getattr(msg, name, default)
 
 
 def function_call_of(msg: Any) -> Any:
@@ -248,18 +252,7 @@ def function_call_of(msg: Any) -> Any:
     Read from the message itself first, then from its ``additional_kwargs`` (where LangChain
     keeps it), as :func:`tool_calls_of` reads tool calls.
     """
-    fields = _fields(msg)
-    if fields is not None:
-        call = fields.get("function_call")
-        if not call:
-            extra = fields.get("additional_kwargs")
-            call = extra.get("function_call") if isinstance(extra, Mapping) else None
-    else:
-        call = _function_call_attribute(msg)
-        if not call:
-            extra = getattr(msg, "additional_kwargs", None)
-            call = extra.get("function_call") if isinstance(extra, Mapping) else None
-    return call or None
+    return _own_or_extra(msg, "function_call", _function_call_attribute)
 
 
 def function_call_name_of(msg: Any) -> str | None:
