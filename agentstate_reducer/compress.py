@@ -82,7 +82,8 @@ class Compress(ReductionStep):
     Attributes:
         compressor: ``(messages) -> list``: one shorter message or string per message,
             or None to leave one as it is. A replacement keeps the role and tool links.
-        roles: The normalised roles to compress (``"tool"``, ``"ai"``, ``"human"``, ...).
+        roles: The normalised roles to compress: by default tool output (``"tool"``, and
+            legacy ``"function"`` results); also ``"ai"``, ``"human"``, ...
         keep_last: Messages of those roles left as they are, counted from the newest.
         min_tokens: Only messages counting more tokens than this are compressed.
         retry_backoff: Seconds to wait after a failing call before the next one.
@@ -90,7 +91,7 @@ class Compress(ReductionStep):
     """
 
     compressor: Compressor
-    roles: Sequence[str] = ("tool",)
+    roles: Sequence[str] = ("tool", "function")
     keep_last: int = 3
     min_tokens: int = 0
     retry_backoff: float = 1.0
@@ -205,8 +206,8 @@ class Compress(ReductionStep):
                     before.result_for,
                 ):
                     problem = (
-                        f"answered message [{index}] (a {before.role} message) with a "
-                        f"{view.role} message or other tool links"
+                        f"answered message [{index}] ({_a(before.role)} message) with "
+                        f"{_a(view.role)} message or other tool links"
                     )
                     break
         if problem is None:
@@ -229,3 +230,8 @@ class Compress(ReductionStep):
         if context.count(shorter) >= context.tokens[position]:
             return None
         return shorter
+
+
+def _a(word: str) -> str:
+    """``word`` with its indefinite article."""
+    return f"an {word}" if word[:1] in "aeiou" else f"a {word}"

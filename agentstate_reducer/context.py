@@ -345,7 +345,9 @@ class ReduceContext:
             except StepError as exc:
                 if not self.keep_going:
                     raise
-                logger.warning("%s; going on with the next step", exc)
+                # Once per failing call; while the code is left alone after a failure, quieter.
+                level = logging.DEBUG if exc.waiting else logging.WARNING
+                logger.log(level, "%s; going on with the next step", exc)
                 error, outcome = exc, []
             touched = _touched(step, outcome)
             yield from self._settle_summaries()
@@ -461,7 +463,8 @@ class ReduceContext:
         """What leaves the list, as it was: the pruned messages and the originals of the
         rewritten ones, without messages a step rewrote in an earlier reduce (their
         originals reached the hooks then)."""
-        return [m for m in (*self.pruned, *self.rewritten()) if not is_rewrite(m)]
+        leaving = (*self._oldest_first(self.pruned), *self.rewritten())
+        return [m for m in leaving if not is_rewrite(m)]
 
     def result(self) -> ReducerResult:
         return ReducerResult(

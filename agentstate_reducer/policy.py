@@ -382,7 +382,7 @@ class TruncateLargest(ReductionStep):
         check_name("TruncateLargest.marker", self.marker)
         try:
             self.marker.format(removed=0)
-        except (KeyError, IndexError, ValueError) as exc:
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
             raise ValueError(
                 f"TruncateLargest.marker {self.marker!r} is not a format string with only "
                 f"{{removed}} in it ({type(exc).__name__}: {exc}); write literal braces "

@@ -1463,3 +1463,37 @@ def test_numpy_scores_are_numbers_and_mismatched_vectors_are_refused() -> None:
         reducer_for([step, DropOldest()], max_tokens=budget).reduce(
             existing=history, on_prune_error="raise"
         )
+
+
+def test_the_hooks_get_what_left_in_list_order_when_two_steps_prune() -> None:
+    """As ``result.pruned``: the README's custom-step example compares the two."""
+    hook = Hook()
+    history = tool_chat(4)
+    reducer = reducer_for([KeepNewestToolGroups(keep=1), DropOldest()], hook, max_tokens=30)
+    result = reducer.reduce(existing=history)
+    assert [r.step for r in result.steps] == ["keep_newest_tool_groups", "drop_oldest"]
+    assert hook.got == result.pruned
+    order = ids(history)
+    assert [order.index(i) for i in ids(hook.got)] == sorted(order.index(i) for i in ids(hook.got))
+
+
+def test_a_marker_whose_field_is_indexed_is_refused_when_built() -> None:
+    with pytest.raises(ValueError, match=r"TruncateLargest\.marker"):
+        TruncateLargest(marker=" [cut {removed[0]}]")
+
+
+def test_compress_shortens_legacy_function_results_by_default() -> None:
+    history: list[Any] = [{"role": "system", "content": "sys", "id": "sys"}]
+    for n in range(4):
+        call = {"name": "weather", "arguments": "{}"}
+        history += [
+            {"role": "user", "content": f"q{n}", "id": f"q{n}"},
+            {"role": "assistant", "content": None, "function_call": call, "id": f"a{n}"},
+            {"role": "function", "name": "weather", "content": "sunny " * 80, "id": f"f{n}"},
+        ]
+    step = Compress(Shortener(keep=5), keep_last=1)
+    total = sum(MessageReducer().count_tokens(m) for m in history)
+    result = reducer_for([step, DropOldest()], max_tokens=total - 1).reduce(existing=history)
+    assert [r.step for r in result.steps] == ["compress"]
+    assert ids(result.rewritten) == ["f0"]
+    assert result.surviving[3]["content"].startswith("gist: ")
