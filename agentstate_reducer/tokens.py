@@ -26,10 +26,12 @@ import inspect
 import math
 import operator
 import os
+import re
 import sys
 import tempfile
 import threading
 import typing
+import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -241,53 +243,53 @@ _FEATURES = (
 #: Other seeds and the other half of the words are checked in tests/test_token_accuracy.py.
 _TOKENS_PER_FEATURE: tuple[float, ...] = (
     1.000,  # letter runs (ASCII and Latin words)
-    0.346,  # pairs of upper-case ASCII letters
-    1.782,  # lower-to-upper case changes (camelCase, base64)
-    0.000,  # upper-to-lower case changes (capitals, base64)
-    0.388,  # six-letter chunks of words
-    2.123,  # words of eight letters or more
-    1.072,  # digit runs
-    0.346,  # digits
-    0.957,  # digit runs after a space (a token of their own)
-    0.442,  # punctuation after a digit
-    0.442,  # line breaks and tabs after a word or number
-    0.137,  # ASCII punctuation characters
-    0.852,  # punctuation after a space (table rules, operators)
+    0.290,  # pairs of upper-case ASCII letters
+    1.401,  # lower-to-upper case changes (camelCase, base64)
+    0.378,  # upper-to-lower case changes (capitals, base64)
+    0.500,  # six-letter chunks of words
+    2.561,  # words of eight letters or more
+    1.091,  # digit runs
+    0.343,  # digits
+    1.739,  # digit runs after a space (a token of their own)
+    0.000,  # punctuation after a digit
+    0.398,  # line breaks and tabs after a word or number
+    0.359,  # ASCII punctuation characters
+    0.334,  # punctuation after a space (table rules, operators)
     0.035,  # newlines
-    0.455,  # indented lines
-    0.453,  # runs of two or more spaces
+    0.782,  # indented lines
+    0.469,  # runs of two or more spaces
     0.150,  # sixteen-space chunks of space runs
     0.070,  # tabs
-    0.842,  # carriage returns
-    0.743,  # whitespace changes (a space or tab, then a line break)
+    1.000,  # carriage returns
+    0.490,  # whitespace changes (a space or tab, then a line break)
     0.750,  # Latin-1 letters and symbols (U+0080..U+00FF)
-    0.148,  # extended Latin letters and accents (U+0100..U+037F)
+    0.113,  # extended Latin letters and accents (U+0100..U+037F)
     0.000,  # ASCII letters, up to 4 per Latin-1 letter
-    0.593,  # ASCII letters, up to 4 per extended Latin letter
-    1.113,  # ASCII letters, up to 12 per o or u with a double acute accent (Hungarian)
-    0.135,  # ASCII letters, up to 12 per r or e with a caron, u with a ring (Czech)
+    0.451,  # ASCII letters, up to 4 per extended Latin letter
+    0.879,  # ASCII letters, up to 12 per o or u with a double acute accent (Hungarian)
+    0.179,  # ASCII letters, up to 12 per r or e with a caron, u with a ring (Czech)
     1.100,  # Greek letters
-    0.591,  # Cyrillic letters
+    0.579,  # Cyrillic letters
     2.200,  # Armenian letters
-    1.173,  # Hebrew letters
-    0.832,  # Arabic letters
-    0.747,  # Hebrew and Arabic words
+    1.142,  # Hebrew letters
+    0.808,  # Arabic letters
+    0.807,  # Hebrew and Arabic words
     1.100,  # Thai and Lao letters
     1.400,  # Devanagari letters
     1.800,  # Bengali, Gurmukhi, Gujarati, Oriya and Tamil letters
     2.200,  # Telugu, Kannada, Malayalam and Sinhala letters
-    0.721,  # Latin and Greek extended additional (Vietnamese)
+    0.821,  # Latin and Greek extended additional (Vietnamese)
     2.900,  # Ethiopic syllables
     2.200,  # Georgian, Myanmar, Khmer and other U+0800..U+1FFF characters
     1.000,  # U+2000..U+203F typographic punctuation (quotes, dashes, joiners)
     2.000,  # U+2040..U+2FFF symbols, arrows and dingbats
-    1.852,  # zero-width joiners (emoji sequences)
-    1.143,  # CJK punctuation and kana
-    1.345,  # CJK ideographs
-    1.050,  # Hangul syllables
-    0.930,  # Hangul words
-    1.319,  # fullwidth forms and variation selectors
-    2.878,  # characters beyond U+FFFF (emoji)
+    1.090,  # zero-width joiners (emoji sequences)
+    1.144,  # CJK punctuation and kana
+    1.343,  # CJK ideographs
+    1.063,  # Hangul syllables
+    0.846,  # Hangul words
+    1.341,  # fullwidth forms and variation selectors
+    3.085,  # characters beyond U+FFFF (emoji)
 )
 
 
@@ -301,13 +303,14 @@ def _text_features(text: str) -> list[int]:
     digits, tabs, returns = count(_DIGIT), count(_TAB), count(_RETURN)
     spaces = classes.translate(_SPACE_RUNS) if b"  " in classes else b""
     boundaries = classes.translate(_BOUNDARIES)
+    known_chunks, known_long = _known_words(text) if _LETTER_CHUNK in lower else (0, 0)
     features = [
         _runs(letters),
         count(b"AA"),
         count(b"aA"),
         count(b"Aa"),
-        lower.count(_LETTER_CHUNK),
-        lower.count(_LONG_WORD) + lower.startswith(_LONG_WORD[1:]),
+        lower.count(_LETTER_CHUNK) - known_chunks,
+        lower.count(_LONG_WORD) + lower.startswith(_LONG_WORD[1:]) - known_long,
         _runs(classes.translate(_DIGIT_RUNS)) if digits else 0,
         digits,
         count(b" 0") if digits else 0,
@@ -369,22 +372,62 @@ def _text_features(text: str) -> list[int]:
     return features
 
 
+#: A word of six letters or more, lower case after an optional capital, standing alone
+#: (not inside a longer run of letters, accented ones included).
+_WHOLE_WORD = re.compile(r"(?<![^\W\d_])([A-Z]?)([a-z]{6,})(?![^\W\d_])")
+_ASCII_WORD = re.compile(r"[A-Za-z]{6,}")
+_VOCABULARY: frozenset[str] | None = None
+
+
+def _vocabulary() -> frozenset[str]:
+    """The words of six letters or more that ``cl100k_base`` has as one token (with their
+    leading space): taken from its vocabulary, shipped compressed with the package."""
+    global _VOCABULARY
+    if _VOCABULARY is None:
+        from importlib import resources
+
+        packed = resources.files(__package__).joinpath("data").joinpath("cl100k_words.txt.z")
+        _VOCABULARY = frozenset(zlib.decompress(packed.read_bytes()).decode().split())
+    return _VOCABULARY
+
+
+def _known_words(text: str) -> tuple[int, int]:
+    """The six-letter chunks and long words (eight letters or more) of the words in
+    ``text`` that ``cl100k_base`` has whole: a long English word is one token, which the
+    length features would count as several."""
+    vocabulary = _vocabulary()
+    chunks = long = 0
+    if text.isascii():  # the common case, by a simpler pattern: runs of ASCII letters
+        for word in _ASCII_WORD.findall(text):
+            rest = word[1:] if word[0].isupper() else word
+            if rest.islower() and len(rest) >= 6 and word.lower() in vocabulary:
+                chunks += len(rest) // 6
+                long += len(rest) >= 8
+        return chunks, long
+    for capital, rest in _WHOLE_WORD.findall(text):
+        if (capital.lower() + rest) in vocabulary:
+            chunks += len(rest) // 6
+            long += len(rest) >= 8
+    return chunks, long
+
+
 def estimate_text_tokens(text: str) -> int:
     """Estimate the tokens of ``text`` without a tokenizer (deterministic, no download).
 
     The text is read as classes of characters: runs of letters (long words and accented
-    words cost more: cl100k_base has English words whole, most other languages' words in
-    pieces), digits (by the digit, as cl100k_base splits numbers into groups of three),
-    punctuation, case changes, newlines, runs of spaces and tabs, and for non-ASCII text
-    the script of each character (Latin accents, Greek, Cyrillic, Armenian, Hebrew,
-    Arabic, the Indic and Southeast Asian scripts, Ethiopic, CJK, Hangul, emoji). Each
-    count has a cost in tokens, fitted against ``cl100k_base`` on a generated corpus of
-    40 kinds (prose in nineteen languages, upper-case prose, code, JSON, YAML, CSV, SQL,
-    HTML, stack traces, identifiers, digests, base64, logs, markdown tables, number lists,
-    digit runs, whitespace, emoji), aiming at 1.12 times its count; on text generated with
-    other seeds and words every kind lands between 0.9 and 1.35 times (the measured table
-    is in the README). Scripts the corpus has no prose for are costed by hand from
-    cl100k_base's tokens per letter, rounded up. A non-empty text counts at least 1.
+    words cost more: cl100k_base has most English words whole, most other languages' words
+    in pieces; a long word found in the list of words it has whole costs one), digits (by
+    the digit, as cl100k_base splits numbers into groups of three), punctuation, case
+    changes, newlines, runs of spaces and tabs, and for non-ASCII text the script of each
+    character (Latin accents, Greek, Cyrillic, Armenian, Hebrew, Arabic, the Indic and
+    Southeast Asian scripts, Ethiopic, CJK, Hangul, emoji). Each count has a cost in tokens,
+    fitted against ``cl100k_base`` on a generated corpus of 40 kinds (prose in nineteen
+    languages, upper-case prose, code, JSON, YAML, CSV, SQL, HTML, stack traces,
+    identifiers, digests, base64, logs, markdown tables, number lists, digit runs,
+    whitespace, emoji), aiming at 1.12 times its count; on text generated with other seeds
+    and words every kind lands between 0.9 and 1.35 times (the measured table is in the
+    README). Scripts the corpus has no prose for are costed by hand from cl100k_base's
+    tokens per letter, rounded up. A non-empty text counts at least 1.
     """
     if not text:
         return 0

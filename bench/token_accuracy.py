@@ -68,6 +68,10 @@ FIXED_COSTS = {
     "tabs": 0.07,
     "newlines": 0.035,
     "letter runs (ASCII and Latin words)": 1.0,
+    # Left to the fit, which has the known-word correction, this falls to 0: a long run of
+    # letters cl100k_base does not know (a name, a random id, DNA) would then cost no more
+    # than a short word, where cl100k_base spends a token on every three or four letters.
+    "six-letter chunks of words": 0.5,
     "Latin-1 letters and symbols (U+0080..U+00FF)": 0.75,
     "Greek letters": 1.1,
     "Armenian letters": 2.2,

