@@ -11,14 +11,13 @@ again when they are pruned later.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._calls import Outage
 from ._checks import check_callable, check_int, check_number
+from ._memory import Bounded
 from .errors import StepError
 from .messages import SYSTEM, content_of, fingerprint, view_of, with_content
 from .policy import ReductionStep, StepContext
@@ -36,33 +35,14 @@ class _Memory:
     own outputs; bounded (oldest forgotten), safe to share between threads."""
 
     def __init__(self) -> None:
-        self.answers: OrderedDict[str, Any] = OrderedDict()
-        self.outputs: OrderedDict[str, None] = OrderedDict()
-        self.lock = threading.Lock()
-
-    def answer(self, key: str) -> tuple[bool, Any]:
-        with self.lock:
-            if key in self.answers:
-                self.answers.move_to_end(key)
-                return True, self.answers[key]
-            return False, None
-
-    def remember(self, key: str, answer: Any) -> None:
-        with self.lock:
-            self.answers[key] = answer
-            if len(self.answers) > _MEMORY:
-                self.answers.popitem(last=False)
+        self.answers: Bounded[str, Any] = Bounded(_MEMORY)
+        self.outputs: Bounded[str, None] = Bounded(_MEMORY)
 
     def made(self, message: Any) -> None:
-        with self.lock:
-            self.outputs[fingerprint(message)] = None
-            if len(self.outputs) > _MEMORY:
-                self.outputs.popitem(last=False)
+        self.outputs.put(fingerprint(message), None)
 
     def is_output(self, message: Any) -> bool:
-        key = fingerprint(message)
-        with self.lock:
-            return key in self.outputs
+        return fingerprint(message) in self.outputs
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,7 +119,7 @@ class Compress(ReductionStep):
         answers: dict[int, Any] = {}
         asked: list[int] = []
         for position in older:
-            known, answer = self._memory.answer(fingerprint(messages[position]))
+            known, answer = self._memory.answers.get(fingerprint(messages[position]))
             if known:
                 answers[position] = answer
             else:
@@ -164,7 +144,7 @@ class Compress(ReductionStep):
             self._outage.succeeded()
             answers_given = self._answers(returned, given)
             for position, answer in zip(asked, answers_given, strict=True):
-                self._memory.remember(fingerprint(messages[position]), answer)
+                self._memory.answers.put(fingerprint(messages[position]), answer)
                 answers[position] = answer
         touched: list[Any] = []
         for position in older:

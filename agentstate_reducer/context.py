@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import inspect
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ._calls import Call, Effects
+from ._memory import Bounded
 from .errors import StepError
 from .hooks import hook_name, namespace_key
 from .messages import SUMMARY_HEADER, content_of, fingerprint, id_of, view_of
@@ -254,8 +253,7 @@ class ReduceContext:
         summarize = summarize and not self.view
         inject = summarize and self.reducer.config.inject_summary
         state = self.state
-        reserve = self.reducer.summaries.reserve(state, self._messages) if inject else 0
-        end = state.end_for_target(reserve, fold=inject)
+        end = state.end_for_target(self.summary_room() if summarize else 0, fold=inject)
         if end is None:
             return []
         pruned_at = state.pruned_positions(end)
@@ -487,23 +485,15 @@ class Rewrites:
     threads."""
 
     def __init__(self) -> None:
-        self._seen: OrderedDict[tuple[Any, str], None] = OrderedDict()
-        self._lock = threading.Lock()
+        self._seen: Bounded[tuple[Any, str], None] = Bounded(_REWRITES_KEPT)
 
     def add(self, message: Any, conversation: Any) -> None:
-        key = (conversation, fingerprint(message))
-        with self._lock:
-            self._seen[key] = None
-            self._seen.move_to_end(key)
-            if len(self._seen) > _REWRITES_KEPT:
-                self._seen.popitem(last=False)
+        self._seen.put((conversation, fingerprint(message)), None)
 
     def holds(self, message: Any, conversation: Any) -> bool:
         if not self._seen:  # no step has rewritten anything: skip the fingerprint
             return False
-        key = (conversation, fingerprint(message))
-        with self._lock:
-            return key in self._seen
+        return (conversation, fingerprint(message)) in self._seen
 
 
 def _touched(step: ReductionStep, outcome: Any) -> list[Any]:

@@ -20,15 +20,15 @@ import hashlib
 import math
 import numbers
 import re
-import threading
 import unicodedata
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._calls import call_async, call_sync, is_async_only
 from ._checks import check_bool, check_callable, check_int
+from ._memory import Bounded
 from .hooks import hook_name
 from .messages import content_of, tool_call_parts, tool_calls_of
 from .policy import ReductionStep, StepContext
@@ -178,14 +178,12 @@ def _score(scorer: Any, value: Any) -> float:
 
 
 class _EmbeddingScores:
-    """Cosine similarity by a LangChain ``Embeddings``, turn vectors remembered by text."""
+    """Cosine similarity by a LangChain ``Embeddings``, turn vectors remembered by text (in
+    the step's memory: one step may serve reduces in several threads)."""
 
-    def __init__(
-        self, embeddings: Any, vectors: OrderedDict[str, list[float]], lock: threading.Lock
-    ) -> None:
+    def __init__(self, embeddings: Any, vectors: Bounded[str, list[float]]) -> None:
         self.embeddings = embeddings
         self.vectors = vectors
-        self.lock = lock  # the step's: one step may serve reduces in several threads
         self.__qualname__ = f"embeddings {type(embeddings).__name__}"  # how errors name it
 
     def __call__(self, query: str, texts: list[str]) -> list[float]:
@@ -200,20 +198,24 @@ class _EmbeddingScores:
         return self._cosines(query_vector, texts, missing, found)
 
     def _missing(self, texts: list[str]) -> list[str]:
-        with self.lock:
-            return list(dict.fromkeys(t for t in texts if _key(t) not in self.vectors))
+        return list(dict.fromkeys(t for t in texts if _key(t) not in self.vectors))
 
     def _cosines(self, query: Any, texts: list[str], missing: list[str], found: Any) -> list[float]:
         if len(found) != len(missing):
             raise TypeError(
                 f"embeddings.embed_documents returned {len(found)} vectors for {len(missing)} texts"
             )
-        with self.lock:
-            for text, vector in zip(missing, found, strict=True):
-                self.vectors[_key(text)] = [float(x) for x in vector]
-            while len(self.vectors) > _VECTORS:
-                self.vectors.popitem(last=False)
-            vectors = [self.vectors.get(_key(t)) for t in texts]
+        known = {
+            _key(text): [float(x) for x in vector]
+            for text, vector in zip(missing, found, strict=True)
+        }
+        for key, fresh in known.items():
+            self.vectors.put(key, fresh)
+        # Read back through ``known``: a memory shared with other threads may already have
+        # forgotten a vector just put.
+        vectors = [
+            known[key] if key in known else self.vectors.get(key)[1] for key in map(_key, texts)
+        ]
         wanted = [float(x) for x in query]
         for vector in vectors:
             if vector is not None and len(vector) != len(wanted):
@@ -261,13 +263,12 @@ class SelectRelevant(ReductionStep):
     embeddings: Any = None
     summarize: bool = False
     id: str = "select_relevant"
-    _vectors: OrderedDict[str, list[float]] = field(
-        default_factory=OrderedDict, init=False, repr=False
+    _vectors: Bounded[str, list[float]] = field(
+        default_factory=lambda: Bounded(_VECTORS), init=False, repr=False
     )
-    _term_counts: OrderedDict[str, Counter[str]] = field(
-        default_factory=OrderedDict, init=False, repr=False
+    _term_counts: Bounded[str, Counter[str]] = field(
+        default_factory=lambda: Bounded(_VECTORS), init=False, repr=False
     )
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         check_int("SelectRelevant.keep_groups", self.keep_groups, minimum=1)
@@ -318,7 +319,7 @@ class SelectRelevant(ReductionStep):
             scores = yield context.call(_PairScores(self.scorer), query, texts)
         elif self.embeddings is not None:
             scores = yield context.call(
-                _EmbeddingScores(self.embeddings, self._vectors, self._lock), query, texts
+                _EmbeddingScores(self.embeddings, self._vectors), query, texts
             )
         else:
             scores = LexicalScorer().rank_terms(terms(query), [self._terms(t) for t in texts])
@@ -327,16 +328,10 @@ class SelectRelevant(ReductionStep):
     def _terms(self, text: str) -> Counter[str]:
         """The terms of a turn's text, remembered: a growing chat re-scores the same
         older turns on every reduce."""
-        with self._lock:
-            found = self._term_counts.get(text)
-            if found is not None:
-                self._term_counts.move_to_end(text)
-                return found
-        found = Counter(terms(text))
-        with self._lock:
-            self._term_counts[text] = found
-            while len(self._term_counts) > _VECTORS:
-                self._term_counts.popitem(last=False)
+        known, found = self._term_counts.get(text)
+        if not known or found is None:
+            found = Counter(terms(text))
+            self._term_counts.put(text, found)
         return found
 
     def _room(self, context: StepContext, candidates: list[int], kept_from: int) -> int:
