@@ -16,7 +16,7 @@ from ._checks import (
 )
 
 if TYPE_CHECKING:
-    from .policy import ReductionStep
+    from .steps.contract import ReductionStep
 
 #: A prune hook: ``hook(messages, namespace)``; its return value is ignored. May be a
 #: coroutine function (awaited by ``areduce``).
@@ -227,7 +227,7 @@ class ReducerConfig:
                 )
         check_int("keep_groups", self.keep_groups, minimum=0)
         check_choice("mode", self.mode, ("reduce", "validate"))
-        from .policy import check_policy
+        from .steps.policy import check_policy
 
         check_policy(
             self.policy, token_mode=self.token_mode, can_summarize=self.summarize_fn is not None

@@ -19,14 +19,14 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ._calls import Call, Effects
+from ._calls import Call, Effects, hook_name
 from ._memory import Bounded
 from .errors import StepError
-from .hooks import hook_name, namespace_key
+from .hooks import namespace_key
 from .messages import SUMMARY_HEADER, content_of, fingerprint, id_of, view_of
 from .planner import PlanState
-from .policy import ReductionStep, StepReport
 from .result import ReducerResult
+from .steps.contract import ReductionStep, StepReport
 from .summary import SummaryRequest, summary_id
 from .validate import DANGLING_CALL, ORPHAN_RESULT, find_problems
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace as _replace_fields
 from typing import Any, Literal, NamedTuple
 
-from ._calls import Effects, adrive, drive
+from ._calls import Effects, adrive, drive, hook_name
 from ._checks import check_choice
 from .config import ReducerConfig
 from .context import ReduceContext, Rewrites
@@ -25,14 +25,14 @@ from .hooks import (
     HookFailure,
     PendingBatch,
     hook_error,
-    hook_name,
     namespace_key,
     waiting_error,
 )
 from .messages import MessageView, read_view, view_of
 from .planner import PlanLimits, PlanState, plan_prune
-from .policy import ReductionStep, default_policy
 from .result import ReducerResult
+from .steps.contract import ReductionStep
+from .steps.policy import default_policy
 from .summary import RunningSummary, SummaryMemory
 from .tokens import TokenCounter
 from .validate import find_problems

@@ -15,12 +15,12 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._calls import Outage
-from ._checks import check_callable, check_int, check_number
-from ._memory import Bounded
-from .errors import StepError
-from .messages import SYSTEM, content_of, fingerprint, view_of, with_content
-from .policy import ReductionStep, StepContext
+from .._calls import Outage
+from .._checks import check_callable, check_int, check_number
+from .._memory import Bounded
+from ..errors import StepError
+from ..messages import SYSTEM, content_of, fingerprint, view_of, with_content
+from .contract import ReductionStep, StepContext
 
 #: How many compressed messages a step remembers (its answers and its outputs).
 _MEMORY = 10_000

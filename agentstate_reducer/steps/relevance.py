@@ -26,12 +26,11 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._calls import call_async, call_sync, is_async_only
-from ._checks import check_bool, check_callable, check_int
-from ._memory import Bounded
-from .hooks import hook_name
-from .messages import content_of, tool_call_parts, tool_calls_of
-from .policy import ReductionStep, StepContext
+from .._calls import call_async, call_sync, hook_name, is_async_only
+from .._checks import check_bool, check_callable, check_int
+from .._memory import Bounded
+from ..messages import content_of, tool_call_parts, tool_calls_of
+from .contract import ReductionStep, StepContext
 
 Scorer = Callable[[str, str], float]
 """``(query, text) -> float``: how relevant ``text`` is to ``query`` (higher is more)."""
