@@ -664,6 +664,18 @@ class _Session(NamedTuple):
     messages: list[Any]
 
 
+def check_reducer(value: Any, name: str = "reducer") -> MessageReducer:
+    """Return ``value`` if it is a :class:`MessageReducer` (the integrations' entry check).
+
+    Raises:
+        TypeError: It is not (a ``ReducerConfig`` is named: wrap it in ``MessageReducer``).
+    """
+    if not isinstance(value, MessageReducer):
+        hint = " (wrap it: MessageReducer(config=...))" if isinstance(value, ReducerConfig) else ""
+        raise TypeError(f"{name} must be an agentstate_reducer.MessageReducer, got {value!r}{hint}")
+    return value
+
+
 def _combine(
     existing: Sequence[Any] | None, new: Sequence[Any] | None
 ) -> tuple[list[Any], Callable[[int], str]]:

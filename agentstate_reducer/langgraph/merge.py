@@ -17,8 +17,9 @@ from langgraph.errors import InvalidUpdateError
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from typing_extensions import override
 
-from .._checks import check_choice, check_reducer
+from .._checks import check_choice
 from ..messages import fingerprint, id_of
+from ..reducer import check_reducer
 from ..summary import SUMMARY_ID_PREFIX, with_id
 from .reduction import warn_if_summary_is_dropped
 
