@@ -9,15 +9,14 @@ running blocking ones in worker threads.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace as _replace_fields
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from ._calls import Effects, adrive, drive, hook_name
 from ._checks import check_choice
 from .config import ReducerConfig
-from .context import ReduceContext, Rewrites
+from .context import ReduceContext
 from .errors import PruneHookError, SummaryError
 from .hooks import (
     HandoffStatus,
@@ -28,9 +27,12 @@ from .hooks import (
     namespace_key,
     waiting_error,
 )
-from .messages import MessageView, read_view, view_of
+from .messages import view_of
 from .planner import PlanLimits, PlanState, plan_prune
+from .reader import Reader
 from .result import ReducerResult
+from .rewrites import Rewrites
+from .session import PlanCache
 from .steps.contract import ReductionStep
 from .steps.policy import default_policy
 from .summary import RunningSummary, SummaryMemory
@@ -92,7 +94,7 @@ class MessageReducer:
             if config.policy is not None
             else default_policy(config.summarize_fn is not None)
         )
-        self._count_tokens = TokenCounter(config.token_counter) if config.token_mode else None
+        self._reader = Reader(TokenCounter(config.token_counter) if config.token_mode else None)
         self._delivery = HookDelivery(
             config.on_prune,
             dedupe=config.dedupe_on_prune,
@@ -100,14 +102,12 @@ class MessageReducer:
             pending_limit=config.max_pending_handoff,
             backoff=config.retry_backoff,
         )
-        # The plan state of the last list this reducer returned (see _Session), so that a
-        # chat growing by a turn costs work for that turn only. A reduce takes it out while
-        # it runs; another reduce meanwhile finds none and plans from scratch.
-        self._session: _Session | None = None
-        self._session_lock = threading.Lock()
+        # The plan state of the last list this reducer returned, so that a chat growing by
+        # a turn costs work for that turn only (see PlanCache).
+        self._plans = PlanCache(self._limits)
         self.rewrites = Rewrites()
         """The messages steps wrote in place of others (their originals were handed over)."""
-        self.summaries = RunningSummary(config, self._limits, self._count_one, SummaryMemory())
+        self.summaries = RunningSummary(config, self._limits, self._reader.count, SummaryMemory())
         """The running summary: how this reducer makes, remembers and places it."""
 
     @property
@@ -174,7 +174,7 @@ class MessageReducer:
         derived.rewrites = self.rewrites
         derived.summaries.memory = self.summaries.memory
         if derived._config.token_counter is self._config.token_counter:
-            derived._count_tokens = self._count_tokens or derived._count_tokens
+            derived._reader.counter = self._reader.counter or derived._reader.counter
         return derived
 
     def count_tokens(self, message: Any) -> int:
@@ -183,7 +183,7 @@ class MessageReducer:
         Raises:
             TypeError: ``message`` is not a message, or the counter misbehaves.
         """
-        counter = self._count_tokens or TokenCounter(self._config.token_counter)
+        counter = self._reader.counter or TokenCounter(self._config.token_counter)
         return counter(message, "message", view_of(message, "message"))
 
     def plan(self, messages: Sequence[Any]) -> ReducerResult:
@@ -196,7 +196,7 @@ class MessageReducer:
             TypeError: ``messages`` is not a list of messages; the error names the index.
         """
         combined = _as_list(messages, "messages")
-        views, tokens = self._read(combined, lambda i: f"messages[{i}]")
+        views, tokens = self._reader.read(combined, lambda i: f"messages[{i}]")
         pruned_at = plan_prune(views, self._limits, tokens)
         gone = set(pruned_at)
         return ReducerResult(
@@ -217,7 +217,7 @@ class MessageReducer:
             TypeError: ``messages`` is not a list of messages; the error names the index.
         """
         combined = _as_list(messages, "messages")
-        views, tokens = self._read(combined, lambda i: f"messages[{i}]")
+        views, tokens = self._reader.read(combined, lambda i: f"messages[{i}]")
         total = sum(tokens) if tokens is not None else None
         return ReducerResult(
             surviving=combined,
@@ -468,11 +468,11 @@ class MessageReducer:
         on_prune_error: OnPruneError | None,
     ) -> Effects[ReducerResult]:
         mode = self._on_error(on_prune_error)
-        state, known = self._resume(combined)
-        views, tokens = self._read(combined[known:], lambda i: where(known + i))
+        state, known = self._plans.resume(combined)
+        views, tokens = self._reader.read(combined[known:], lambda i: where(known + i))
         state.extend(views, tokens)
         if not state.over_limit():
-            self._remember(state, combined)
+            self._plans.remember(state, combined)
             if self._delivery.has_pending:
                 yield from self._retry_pending()
             return ReducerResult(
@@ -485,7 +485,7 @@ class MessageReducer:
             unchanged.hook_error = waiting_error(waiting, namespace, unchanged)
             logger.debug("%s", unchanged.hook_error)
             return unchanged
-        context = ReduceContext(self, combined, state, namespace, keep_going=mode == "keep")
+        context = self._context(combined, state, namespace, view=False, keep_going=mode == "keep")
         try:
             yield from context.run(steps)
         except SummaryError as exc:
@@ -520,7 +520,7 @@ class MessageReducer:
                 return unchanged
         elif self._delivery.has_pending:
             yield from self._retry_pending()
-        self._remember(context.state, result.surviving)
+        self._plans.remember(context.state, result.surviving)
         logger.debug(
             "reduced %d messages to %d (pruned %d)",
             len(combined),
@@ -533,15 +533,13 @@ class MessageReducer:
         self, combined: list[Any], namespace: Any, mode: OnPruneError
     ) -> Effects[ReducerResult]:
         state = PlanState(self._limits)
-        views, tokens = self._read(combined, lambda i: f"messages[{i}]")
+        views, tokens = self._reader.read(combined, lambda i: f"messages[{i}]")
         state.extend(views, tokens)
         if not state.over_limit():
             return ReducerResult(
                 surviving=combined, pruned=[], tokens_before=state.total, tokens_after=state.total
             )
-        context = ReduceContext(
-            self, combined, state, namespace, view=True, keep_going=mode == "keep"
-        )
+        context = self._context(combined, state, namespace, view=True, keep_going=mode == "keep")
         yield from context.run(self._policy)
         return context.result()
 
@@ -556,6 +554,23 @@ class MessageReducer:
         hook still down is only logged, its messages stay pending."""
         failures = yield from self._delivery.deliver([], None, keep_failed=True)
         self._log_retry_failures(failures)
+
+    def _context(
+        self, combined: list[Any], state: PlanState, namespace: Any, *, view: bool, keep_going: bool
+    ) -> ReduceContext:
+        """The step context of one reduce, holding the parts of this reducer it uses."""
+        return ReduceContext(
+            original=combined,
+            state=state,
+            namespace=namespace,
+            limits=self._limits,
+            reader=self._reader,
+            summaries=self.summaries,
+            rewrites=self.rewrites,
+            inject_summary=self._config.inject_summary,
+            view=view,
+            keep_going=keep_going,
+        )
 
     def _is_rewrite(self, message: Any, conversation: Any = None) -> bool:
         if any(step.rewrote(message) for step in self._policy):
@@ -603,65 +618,6 @@ class MessageReducer:
             known = ", ".join(repr(s.id) for s in self._policy)
             raise KeyError(f"no reduction step {step_id!r} in this reducer's policy ({known})")
         return step
-
-    def _count_one(self, message: Any) -> int:
-        counter = self._count_tokens
-        return 0 if counter is None else counter(message, "message", view_of(message, "message"))
-
-    def _read(
-        self, messages: list[Any], where: Callable[[int], str]
-    ) -> tuple[list[MessageView], list[int] | None]:
-        try:
-            views = [read_view(message) for message in messages]
-        except TypeError:
-            # Read again, naming positions, to say which entry is not a message.
-            views = [view_of(message, where(i)) for i, message in enumerate(messages)]
-        count = self._count_tokens
-        if count is None:
-            return views, None
-        try:
-            tokens = [
-                count(message, "", view) for message, view in zip(messages, views, strict=True)
-            ]
-        except TypeError:
-            tokens = [count(m, where(i), views[i]) for i, m in enumerate(messages)]
-        return views, tokens
-
-    def _resume(self, combined: list[Any]) -> tuple[PlanState, int]:
-        """The remembered plan state (taken out, see _Session) if ``combined`` extends the
-        list it describes, else a fresh one."""
-        with self._session_lock:
-            session, self._session = self._session, None
-        if session is not None:
-            known = len(session.messages)
-            try:
-                same = len(combined) >= known and combined[:known] == session.messages
-            except Exception:  # a message type whose == raises: just start afresh
-                same = False
-            if same:
-                return session.state, known
-        return PlanState(self._limits), 0
-
-    def _remember(self, state: PlanState, messages: list[Any]) -> None:
-        with self._session_lock:
-            self._session = _Session(state, list(messages))
-
-
-class _Session(NamedTuple):
-    """The plan state of the last list a reducer returned, to plan its next turn from.
-
-    Invariant: ``state`` describes ``messages`` position by position (views, token counts,
-    tool links), exactly as a fresh ``PlanState`` extended with ``messages`` would, and
-    ``messages`` is the reducer's own copy of the list it returned (a caller changing the
-    returned list cannot change it). A reduce uses it only when its input starts with
-    ``messages`` item for item (``==``); then only the rest is read, which is what makes a
-    growing chat cost work for the new turn. Anything else (an edit, another conversation)
-    plans afresh. A reduce that raises leaves no session. ``tests/test_incremental.py``
-    checks that plans made this way equal fresh ones, in count and token mode.
-    """
-
-    state: PlanState
-    messages: list[Any]
 
 
 def check_reducer(value: Any, name: str = "reducer") -> MessageReducer:

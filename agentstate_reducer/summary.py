@@ -36,6 +36,7 @@ from .messages import (
     HUMAN,
     SUMMARY_HEADER,
     SUMMARY_SOURCE,
+    content_of,
     fingerprint,
     id_of,
     is_serialized,
@@ -285,6 +286,29 @@ class SummaryRequest:
     def messages(self) -> list[Any]:
         """What ``summarize_fn`` receives: the folded summary first, then the pruned."""
         return [*self.folded, *self.pruned]
+
+
+def summary_request(position: int, folded: list[Any], pruned: list[Any]) -> SummaryRequest:
+    """The summary request of a prune, recognising a block already made for it.
+
+    A folded block whose id is the id this prune's block would get (from the other folded
+    blocks and the pruned messages) is that block, made by the same reducer elsewhere: a
+    subgraph sharing the channel summarises, then its parent merges its list and prunes the
+    same messages. It is used as it is, without another ``summarize_fn`` call.
+    """
+    for index, block in enumerate(folded):
+        others = folded[:index] + folded[index + 1 :]
+        if id_of(block) is not None and id_of(block) == summary_id(others, pruned):
+            return SummaryRequest(position, others, pruned, made=block)
+    return SummaryRequest(position, folded, pruned)
+
+
+def summary_of_block(block: Any) -> str | None:
+    """The summary text of a block the reducer made (its header line removed)."""
+    content = content_of(block)
+    if not isinstance(content, str):
+        return None
+    return content.removeprefix(SUMMARY_HEADER)
 
 
 class SummaryMemory:
