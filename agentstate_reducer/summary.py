@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._calls import Call, Effects, Outage
+from ._memory import Bounded
 from .errors import SummaryError
 from .messages import (
     AI,
@@ -311,35 +312,20 @@ def summary_of_block(block: Any) -> str | None:
     return content.removeprefix(SUMMARY_HEADER)
 
 
-class SummaryMemory:
+class SummaryMemory(Bounded[tuple[Hashable, str], str | None]):
     """The summaries a reducer made, keyed by conversation (namespace) and by the content
     of what was summarised, never by message ids alone: LangGraph replays the same writes
     (``get_state``, a resume), which must not call the LLM again, while another
     conversation reusing ids, or an edited message, must get a summary of its own. Bounded
-    (the oldest forgotten first); safe to share between threads."""
+    (the least recently used forgotten first); safe to share between threads."""
 
     def __init__(self, size: int = SUMMARY_MEMORY) -> None:
-        self._size = size
-        self._items: OrderedDict[tuple[Hashable, str], str | None] = OrderedDict()
-        self._lock = threading.Lock()
+        super().__init__(size)
 
     @staticmethod
     def key(namespace_key: Hashable, messages: Sequence[Any]) -> tuple[Hashable, str]:
         digest = hashlib.sha256("\x00".join(map(fingerprint, messages)).encode()).hexdigest()
         return (namespace_key, digest)
-
-    def get(self, key: tuple[Hashable, str]) -> tuple[bool, str | None]:
-        with self._lock:
-            if key not in self._items:
-                return False, None
-            self._items.move_to_end(key)
-            return True, self._items[key]
-
-    def put(self, key: tuple[Hashable, str], summary: str | None) -> None:
-        with self._lock:
-            self._items[key] = summary
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
 
 
 class RunningSummary:
