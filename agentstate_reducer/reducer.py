@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from ._calls import Effects, adrive, drive, hook_name
 from ._checks import check_choice
-from .config import ReducerConfig
+from .config import HANDOFF_KEYWORDS, ReducerConfig
 from .context import ReduceContext
 from .errors import PruneHookError, SummaryError
 from .hooks import (
@@ -95,12 +95,13 @@ class MessageReducer:
             else default_policy(config.summarize_fn is not None)
         )
         self._reader = Reader(TokenCounter(config.token_counter) if config.token_mode else None)
+        handoff = config.handoff
         self._delivery = HookDelivery(
             config.on_prune,
-            dedupe=config.dedupe_on_prune,
-            window=config.dedupe_window,
-            pending_limit=config.max_pending_handoff,
-            backoff=config.retry_backoff,
+            dedupe=handoff.dedupe,
+            window=handoff.dedupe_window,
+            pending_limit=handoff.max_pending,
+            backoff=handoff.retry_backoff,
         )
         # The plan state of the last list this reducer returned, so that a chat growing by
         # a turn costs work for that turn only (see PlanCache).
@@ -154,16 +155,16 @@ class MessageReducer:
         example to keep only a system prompt at index 0.
 
         Args:
-            **changes: ``ReducerConfig`` fields to change; the hook settings
-                (``on_prune``, ``dedupe_on_prune``, ``dedupe_window``,
-                ``max_pending_handoff``) cannot change, since the hand-off memory is shared.
+            **changes: ``ReducerConfig`` fields to change; ``on_prune`` and ``handoff``
+                (or any of the keywords :class:`~agentstate_reducer.Handoff` replaced)
+                cannot change, since the hand-off memory is shared.
 
         Raises:
-            ValueError: A hook setting is changed, or the changed config is invalid.
+            ValueError: ``on_prune`` or ``handoff`` is changed, or the changed config is
+                invalid.
             TypeError: A field has the wrong type, or is not a ReducerConfig field.
         """
-        shared = ("on_prune", "dedupe_on_prune", "dedupe_window", "max_pending_handoff")
-        for name in shared:
+        for name in ("on_prune", "handoff", *HANDOFF_KEYWORDS):
             if name in changes and changes[name] != getattr(self._config, name):
                 raise ValueError(
                     f"with_config cannot change {name}: the derived reducer shares this "
@@ -252,7 +253,7 @@ class MessageReducer:
             new: Messages to append.
             namespace: Passed unchanged to every ``on_prune`` hook (for example a
                 long-term memory namespace); also keys the summary and hand-off memories.
-            on_prune_error: Overrides ``config.on_prune_error`` for this call.
+            on_prune_error: Overrides ``config.handoff.on_error`` for this call.
 
         Returns:
             The surviving and pruned messages (``surviving + pruned`` holds every input
@@ -317,7 +318,7 @@ class MessageReducer:
         Args:
             messages: The stored messages.
             namespace: Passed to steps (``context.namespace``).
-            on_prune_error: Overrides ``config.on_prune_error``: with ``"keep"`` a step
+            on_prune_error: Overrides ``config.handoff.on_error``: with ``"keep"`` a step
                 whose call fails (a compressor) is skipped; with ``"raise"`` its
                 ``StepError`` is raised.
 
@@ -362,7 +363,7 @@ class MessageReducer:
             step_id: The ``id`` of a step of this reducer's policy.
             messages: The messages.
             namespace: Passed to the ``on_prune`` hooks.
-            on_prune_error: Overrides ``config.on_prune_error`` for this call.
+            on_prune_error: Overrides ``config.handoff.on_error`` for this call.
 
         Raises:
             KeyError: No step of the policy has that id (the error lists the ids).
@@ -597,7 +598,7 @@ class MessageReducer:
 
     def _on_error(self, override: OnPruneError | None) -> OnPruneError:
         if override is None:
-            return self._config.on_prune_error
+            return self._config.handoff.on_error
         check_choice("on_prune_error", override, ("raise", "keep"))
         return override
 
