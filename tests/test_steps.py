@@ -21,7 +21,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from langchain_core.embeddings import Embeddings
 
-from agentstate_reducer import MessageReducer, ReducerConfig, ReducerResult, StepError
+from agentstate_reducer import Handoff, MessageReducer, ReducerConfig, ReducerResult, StepError
 from agentstate_reducer.policy import (
     ClearToolOutputs,
     Compress,
@@ -94,7 +94,7 @@ def reducer_for(
         config=ReducerConfig(
             policy=steps,
             on_prune=[hook] if hook is not None else [],
-            dedupe_on_prune=False,
+            handoff=Handoff(dedupe=False),
             **config,
         )
     )
@@ -1164,7 +1164,7 @@ def step_reducers(draw: st.DrawFn) -> MessageReducer:
             preserve_first=draw(st.booleans()),
             policy=[*middle, DropOldest()],
             on_prune=[Hook()],
-            dedupe_on_prune=False,
+            handoff=Handoff(dedupe=False),
         )
     )
 
@@ -1261,7 +1261,7 @@ def test_truncate_never_cuts_instructions_or_the_question(
             token_counter=counted,
             policy=[DropOldest(), TruncateLargest()],
             on_prune=[Hook()],
-            dedupe_on_prune=False,
+            handoff=Handoff(dedupe=False),
         )
     )
     messages = rendered(records, shape)
