@@ -281,7 +281,10 @@ def test_keep_mode_asks_for_no_summary_while_a_hook_waits_out_its_backoff() -> N
         return "earlier questions"
 
     r = reducer_with(
-        down, on_prune_error="keep", retry_backoff=60, summarize_fn=summarize, inject_summary=True
+        down,
+        handoff=Handoff(on_error="keep", retry_backoff=60),
+        summarize_fn=summarize,
+        inject_summary=True,
     )
     history = turns(8)
     for n in range(8, 14):

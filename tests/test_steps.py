@@ -87,6 +87,7 @@ def reducer_for(
     """A reducer with ``policy`` whose hook sees every hand-off (no dedupe hides a repeat);
     a policy of rewriting steps only gets ``DropOldest()`` last (a policy must prune)."""
     config.setdefault("max_tokens", 300)
+    on_error = config.pop("on_prune_error", "raise")
     steps = list(policy)
     if not any(step.prunes for step in steps):
         steps.append(DropOldest())
@@ -94,7 +95,7 @@ def reducer_for(
         config=ReducerConfig(
             policy=steps,
             on_prune=[hook] if hook is not None else [],
-            handoff=Handoff(dedupe=False),
+            handoff=Handoff(dedupe=False, on_error=on_error),
             **config,
         )
     )

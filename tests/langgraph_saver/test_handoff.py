@@ -295,7 +295,7 @@ def test_a_store_left_alone_after_a_failure_costs_no_summaries(
         memory,
         summarize_fn=_summarizer(calls, {"on": False}),
         inject_summary=True,
-        retry_backoff=60,
+        handoff=Handoff(retry_backoff=60),
     )
     graph = agent_graph(ReducingCheckpointSaver(sync_inner, r))
     cfg = config("left-alone")
