@@ -446,3 +446,58 @@ def test_every_core_module_imports_first_in_a_fresh_interpreter() -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "", proc.stdout
+
+
+# -- the old module paths keep their names ----------------------------------------------------
+
+OLD_PATHS: dict[str, dict[str, str]] = {
+    "agentstate_reducer.policy": {
+        **dict.fromkeys(["ReductionStep", "StepContext", "StepReport"], "steps.contract"),
+        **dict.fromkeys(["ClearToolOutputs", "DEFAULT_PLACEHOLDER"], "steps.clear"),
+        **dict.fromkeys(["TruncateLargest", "DEFAULT_MARKER"], "steps.truncate"),
+        **dict.fromkeys(["check_policy", "default_policy"], "steps.policy"),
+        **dict.fromkeys(["LexicalScorer", "SelectRelevant"], "steps.relevance"),
+        "DropOldest": "steps.drop",
+        "Summarize": "steps.summarize",
+        "Compress": "steps.compress",
+    },
+    "agentstate_reducer.compress": dict.fromkeys(["Compress", "Compressor"], "steps.compress"),
+    "agentstate_reducer.relevance": dict.fromkeys(
+        ["LexicalScorer", "Scorer", "SelectRelevant", "message_text", "terms"], "steps.relevance"
+    ),
+    "agentstate_reducer.tokens": {
+        **dict.fromkeys(
+            [
+                "IMAGE_TOKENS",
+                "MESSAGE_OVERHEAD",
+                "TOOL_CALL_OVERHEAD",
+                "estimate_text_tokens",
+                "estimate_tokens",
+            ],
+            "tokens.estimate",
+        ),
+        **dict.fromkeys(
+            ["TIKTOKEN_FILES", "TIKTOKEN_NAMES", "tiktoken_cache_files", "tiktoken_encoding"],
+            "tokens.encodings",
+        ),
+        **dict.fromkeys(["check_token_counter", "resolve_token_counter"], "tokens.counters"),
+        "TokenCounter": "tokens.cache",
+    },
+}
+"""Every public name the modules users import had before the split (the README, the
+notebook and the docs import them), and the module that now defines it."""
+
+
+@pytest.mark.parametrize("module", sorted(OLD_PATHS))
+def test_the_old_module_paths_export_every_name_they_had(module: str) -> None:
+    """``agentstate_reducer.policy``, ``.compress``, ``.relevance`` and ``.tokens`` give the
+    very objects their new modules define, each name they exported before the split."""
+    import importlib
+
+    old = importlib.import_module(module)
+    for name, home in OLD_PATHS[module].items():
+        new = importlib.import_module(f"agentstate_reducer.{home}")
+        assert getattr(old, name) is getattr(new, name), f"{module}.{name}"
+    declared = getattr(old, "__all__", None)
+    if declared is not None:
+        assert sorted(declared) == sorted(OLD_PATHS[module]), module
