@@ -174,7 +174,6 @@ _CLASS_OF_BYTE = _class_table()
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 _LETTERS = frozenset((_LOWER, _UPPER, _LATIN1, _EXTENDED))
 _AFTER_LETTER = frozenset((_AFTER_LOWER, _AFTER_UPPER, _AFTER_ACCENTED))
-_AFTER_WORD = _AFTER_LETTER | {_AFTER_DIGIT}
 _BREAKS = frozenset((_NEWLINE, _TAB, _RETURN))
 
 #: The features read from pair bytes: ``(name, counts(after, cls))``, where ``cls`` is a
@@ -214,8 +213,12 @@ _PAIR_FEATURES: tuple[tuple[str, Callable[[int, int], bool]], ...] = (
     ("tabs", lambda after, cls: cls == _TAB),
     ("carriage returns", lambda after, cls: cls == _RETURN),
     (
-        "line breaks and tabs after a word or number",
-        lambda after, cls: after in _AFTER_WORD and cls in _BREAKS,
+        "line breaks and tabs after a word",
+        lambda after, cls: after in _AFTER_LETTER and cls in _BREAKS,
+    ),
+    (
+        "line breaks and tabs after a number",
+        lambda after, cls: after == _AFTER_DIGIT and cls in _BREAKS,
     ),
     (
         "whitespace changes (a space or tab, then a line break)",
@@ -246,13 +249,11 @@ _PAIR_FEATURES: tuple[tuple[str, Callable[[int, int], bool]], ...] = (
 _PAIR_UNIT = 32
 
 #: Long words: cl100k_base has most English words whole, but a long word of most other
-#: languages is several tokens; these count the letters of each run of lower-case and
-#: accented letters in chunks of six, and the runs of eight letters or more (an upper-case
-#: letter starts a run, so the parts of a camelCase identifier are runs of their own).
+#: languages is several tokens; this counts the letters of each run of lower-case and
+#: accented letters in chunks of seven (an upper-case letter starts a run, so the parts of a
+#: camelCase identifier are runs of their own), less those of the words it has whole.
 _LOWER_RUNS = _runs_table(_LOWER, _LATIN1, _EXTENDED)
-_LETTER_CHUNK = b"x" * 6
-_LONG_WORD = b"x" * 8
-_LONG_WORD_END = _LONG_WORD + b" "
+_LETTER_CHUNK = b"x" * 7
 #: Whitespace: a run of spaces costs a token, and one more per hundred or so spaces.
 _SPACE_RUNS = _runs_table(_SPACE)
 #: The pair byte of a space after a space or tab (see :func:`_pair_classes`).
@@ -270,16 +271,16 @@ _WORD_SEPARATORS = frozenset(
     [*range(0x21), 0x7F, *b",;!?\"'()[]{}<>", 0xE2, 0xE3, 0xEF, *range(0xF0, 0x100)]
 )
 _WORD_BYTES = bytes(ord(" ") if byte in _WORD_SEPARATORS else byte for byte in range(256))
-#: Opening curly quotes: their last UTF-8 byte would join the word after them.
-_OPENING_QUOTES = ("\u201c".encode(), "\u2018".encode())
 _TYPOGRAPHIC_LEAD = b"\xe2\x80"  # U+2000..U+203F: quotes, dashes, ellipsis, joiners
 
 
-def _words(encoded: bytes, ascii_only: bool) -> list[bytes]:
-    """The words of a UTF-8 text that may be in cl100k_base's list (see _WORD_SEPARATORS)."""
-    if not ascii_only and _TYPOGRAPHIC_LEAD in encoded:
-        for quote in _OPENING_QUOTES:
-            encoded = encoded.replace(quote, b"   ")
+def _words(encoded: bytes) -> list[bytes]:
+    """The words of a UTF-8 text that may be in cl100k_base's list (see _WORD_SEPARATORS).
+
+    A non-ASCII separator's continuation bytes stay, so a word right after an opening curly
+    quote or an emoji is not found (and costs by its length); one after a closing quote,
+    an apostrophe or a dash is.
+    """
     return encoded.translate(_WORD_BYTES).split()
 
 
@@ -364,8 +365,7 @@ _ZERO_WIDTH_JOINER = "\u200d"
 #: features first, then the rest.
 _FEATURES = (
     *(name for name, _ in _PAIR_FEATURES),
-    "six-letter chunks of words",
-    "words of eight letters or more",
+    "seven-letter chunks of words",
     "runs of two or more spaces",
     "sixteen-space chunks of space runs",
     f"ASCII letters, up to {_ACCENTED_SHARE} per extended Latin letter",
@@ -390,19 +390,20 @@ _TOKENS_PER_FEATURE: tuple[float, ...] = (
     1.00,  # letter runs (ASCII and Latin words)
     0.09375,  # upper-case letters
     0.00,  # pairs of upper-case ASCII letters
-    1.53125,  # lower-to-upper case changes (camelCase, base64)
-    0.15625,  # upper-to-lower case changes (capitals, base64)
-    1.15625,  # digit runs
+    1.34375,  # lower-to-upper case changes (camelCase, base64)
+    0.3125,  # upper-to-lower case changes (capitals, base64)
+    1.1875,  # digit runs
     0.3125,  # digits
-    1.53125,  # digit runs after a space or tab (a token of their own)
-    0.25,  # ASCII punctuation characters
-    0.25,  # punctuation after a digit
-    0.59375,  # punctuation after a space or tab (table rules, operators)
+    1.3125,  # digit runs after a space or tab (a token of their own)
+    0.125,  # ASCII punctuation characters
+    0.28125,  # punctuation after a digit
+    1.00,  # punctuation after a space or tab (table rules, operators)
     0.03125,  # newlines
     0.0625,  # tabs
-    0.59375,  # carriage returns
-    0.25,  # line breaks and tabs after a word or number
-    0.9375,  # whitespace changes (a space or tab, then a line break)
+    0.34375,  # carriage returns
+    0.25,  # line breaks and tabs after a word
+    1.00,  # line breaks and tabs after a number
+    0.78125,  # whitespace changes (a space or tab, then a line break)
     0.75,  # Latin-1 letters and symbols (U+0080..U+00FF)
     0.125,  # extended Latin letters and accents (U+0100..U+037F)
     1.125,  # Greek letters
@@ -410,30 +411,29 @@ _TOKENS_PER_FEATURE: tuple[float, ...] = (
     2.21875,  # Armenian letters
     1.15625,  # Hebrew letters
     0.8125,  # Arabic letters
-    0.78125,  # Hebrew and Arabic words
+    0.8125,  # Hebrew and Arabic words
     1.15625,  # CJK punctuation and kana
     1.34375,  # CJK ideographs
     1.0625,  # Hangul syllables
-    0.875,  # Hangul words
+    0.90625,  # Hangul words
     1.34375,  # fullwidth forms and variation selectors
     3.09375,  # characters beyond U+FFFF (emoji)
-    0.500,  # six-letter chunks of words
-    2.195,  # words of eight letters or more
-    1.294,  # runs of two or more spaces
+    2.246,  # seven-letter chunks of words
+    1.502,  # runs of two or more spaces
     0.150,  # sixteen-space chunks of space runs
-    0.535,  # ASCII letters, up to 4 per extended Latin letter
-    0.993,  # ASCII letters, up to 12 per o or u with a double acute accent (Hungarian)
-    0.150,  # ASCII letters, up to 12 per r or e with a caron, u with a ring (Czech)
+    0.575,  # ASCII letters, up to 4 per extended Latin letter
+    1.114,  # ASCII letters, up to 12 per o or u with a double acute accent (Hungarian)
+    0.130,  # ASCII letters, up to 12 per r or e with a caron, u with a ring (Czech)
     1.100,  # Thai and Lao letters
     1.400,  # Devanagari letters
     1.800,  # Bengali, Gurmukhi, Gujarati, Oriya and Tamil letters
     2.200,  # Telugu, Kannada, Malayalam and Sinhala letters
-    0.735,  # Latin and Greek extended additional (Vietnamese)
+    0.708,  # Latin and Greek extended additional (Vietnamese)
     2.900,  # Ethiopic syllables
     2.200,  # Georgian, Myanmar, Khmer and other U+0800..U+1FFF characters
     1.000,  # U+2000..U+203F typographic punctuation (quotes, dashes, joiners)
     2.000,  # U+2040..U+2FFF symbols, arrows and dingbats
-    1.031,  # zero-width joiners (emoji sequences)
+    1.073,  # zero-width joiners (emoji sequences)
 )
 
 
@@ -511,28 +511,26 @@ def _pair_weights(costs: tuple[float, ...]) -> bytes:
     return bytes(weights)
 
 
-def _known_word_parts() -> dict[bytes, tuple[int, int]]:
-    """Each word cl100k_base has whole (lower case, and capitalised when the rest is six
-    letters or more), as it appears in the text's words: its six-letter chunks and whether
-    it is a long word, which the length features would count and a known word is spared."""
-    parts: dict[bytes, tuple[int, int]] = {}
+def _known_word_chunks() -> dict[bytes, int]:
+    """Each word cl100k_base has whole (lower case, and capitalised when the rest is seven
+    letters or more), as it appears in the text's words: the seven-letter chunks the length
+    feature counts in it, which a word cl100k_base has as one token is spared."""
+    chunks: dict[bytes, int] = {}
+    chunk = len(_LETTER_CHUNK)
     for word in _vocabulary():
-        length = len(word)
-        parts[word.encode()] = (length // 6, length >= 8)
-        if length > 6:  # "Construction": its lower-case run is the rest
-            parts[word.capitalize().encode()] = ((length - 1) // 6, length - 1 >= 8)
-    return parts
+        if len(word) >= chunk:
+            chunks[word.encode()] = len(word) // chunk
+        if len(word) > chunk:  # "Construction": its lower-case run is the rest
+            chunks[word.capitalize().encode()] = (len(word) - 1) // chunk
+    return chunks
 
 
 def _estimate_tables() -> _Tables:
     global _TABLES
     if _TABLES is None:
         pairs = len(_PAIR_FEATURES)
-        chunk, long = _TOKENS_PER_FEATURE[pairs : pairs + 2]
-        known = {
-            word: chunk * chunks + long * is_long
-            for word, (chunks, is_long) in _known_word_parts().items()
-        }
+        cost = _TOKENS_PER_FEATURE[pairs]
+        known = {word: cost * chunks for word, chunks in _known_word_chunks().items()}
         _TABLES = _Tables(_pair_weights(_TOKENS_PER_FEATURE[:pairs]), known)
     return _TABLES
 
@@ -563,26 +561,20 @@ def _text_features(text: str) -> list[int]:
         for name, applies in _PAIR_FEATURES:
             counts[name] += applies(after, byte & _CLASS_BITS_MASK)
         after = byte >> 5
-    lower = classes.translate(_LOWER_RUNS)
-    known_chunks = known_long = 0
-    parts = _known_word_parts()
-    for word in _words(encoded, text.isascii()):
-        chunks, is_long = parts.get(word, (0, False))
-        known_chunks += chunks
-        known_long += is_long
-    counts["six-letter chunks of words"] = lower.count(_LETTER_CHUNK) - known_chunks
-    counts["words of eight letters or more"] = (
-        lower.count(_LONG_WORD_END) + lower.endswith(_LONG_WORD) - known_long
-    )
+    known = _known_word_chunks()
+    chunks = classes.translate(_LOWER_RUNS).count(_LETTER_CHUNK)
+    for word in _words(encoded):
+        chunks -= known.get(word, 0)
+    counts["seven-letter chunks of words"] = chunks
     spaces = classes.translate(_SPACE_RUNS)
     counts["runs of two or more spaces"] = spaces.count(b"xx ") + spaces.endswith(b"xx")
     counts["sixteen-space chunks of space runs"] = spaces.count(_SPACE_CHUNK)
     ascii_letters = sum(character.isascii() and character.isalpha() for character in text)
     extended = sum(byte & _CLASS_BITS_MASK == _EXTENDED for byte in classes)
-    counts[_FEATURES[len(_PAIR_FEATURES) + 4]] = min(ascii_letters, _ACCENTED_SHARE * extended)
+    counts[_FEATURES[len(_PAIR_FEATURES) + 3]] = min(ascii_letters, _ACCENTED_SHARE * extended)
     for index, (_, letters) in enumerate(_LANGUAGE_MARKS):
         marks = sum(map(text.count, letters))
-        counts[_FEATURES[len(_PAIR_FEATURES) + 5 + index]] = min(
+        counts[_FEATURES[len(_PAIR_FEATURES) + 4 + index]] = min(
             ascii_letters, _MARKED_SHARE * marks
         )
     second = encoded.translate(_SECOND_BYTE_TABLE, _ASCII_BYTES)
@@ -637,16 +629,14 @@ def _text_cost(text: str) -> float:
     cost = units / _PAIR_UNIT
     costs = _TOKENS_PER_FEATURE
     first = len(_PAIR_FEATURES)
-    lower = classes.translate(_LOWER_RUNS)
-    chunks = lower.count(_LETTER_CHUNK)
-    if chunks:  # no run of six letters: no long word, known or not
-        long = lower.count(_LONG_WORD_END) + lower.endswith(_LONG_WORD)
-        known = sum(filter(None, map(tables.known.get, _words(encoded, ascii_only))))
-        cost += costs[first] * chunks + costs[first + 1] * long - known
+    chunks = classes.translate(_LOWER_RUNS).count(_LETTER_CHUNK)
+    if chunks:  # no run of seven letters: no long word, known or not
+        known = sum(filter(None, map(tables.known.get, _words(encoded))))
+        cost += costs[first] * chunks - known
     if _SPACE_AFTER_BLANK in pairs:
         spaces = classes.translate(_SPACE_RUNS)
         runs = spaces.count(b"xx ") + spaces.endswith(b"xx")
-        cost += costs[first + 2] * runs + costs[first + 3] * spaces.count(_SPACE_CHUNK)
+        cost += costs[first + 1] * runs + costs[first + 2] * spaces.count(_SPACE_CHUNK)
     if ascii_only:
         return cost
     return cost + _non_ascii_cost(text, encoded, classes)
@@ -661,7 +651,7 @@ def _non_ascii_cost(text: str, encoded: bytes, classes: bytes) -> float:
     """The part of :func:`_text_cost` that only non-ASCII text has: each block is skipped
     with one ``in`` when its class is absent."""
     costs = _TOKENS_PER_FEATURE
-    index = len(_PAIR_FEATURES) + 4
+    index = len(_PAIR_FEATURES) + 3
     cost = 0.0
     if _EXTENDED_BYTE in classes:
         letters = len(classes.translate(None, _NOT_ASCII_LETTERS))

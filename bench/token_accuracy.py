@@ -63,16 +63,16 @@ MEASURED, CALIBRATION = (1, 1), (0, 0)
 #: near zero: cl100k_base spends about a token per 110 spaces, 16 tabs and 32 newlines. A
 #: Latin-1 accent often splits a word (``Ça``, ``fâché``), which the corpus's common words
 #: hide: the fit would set it near zero, and short accented text would be under-counted.
+#: A line break or tab after a number is a cl100k_base token of its own; the corpus has too
+#: few numbers one to a line for the fit to see it (it sets the cost near 0, and a list of
+#: numbers one per line is then under-counted).
 #: The costs of pair features (``tokens._PAIR_FEATURES``) are multiples of 1/32.
 FIXED_COSTS = {
+    "line breaks and tabs after a number": 1.0,
     "sixteen-space chunks of space runs": 0.15,
     "tabs": 1 / 16,
     "newlines": 1 / 32,
     "letter runs (ASCII and Latin words)": 1.0,
-    # Left to the fit, which has the known-word correction, this falls to 0: a long run of
-    # letters cl100k_base does not know (a name, a random id, DNA) would then cost no more
-    # than a short word, where cl100k_base spends a token on every three or four letters.
-    "six-letter chunks of words": 0.5,
     "Latin-1 letters and symbols (U+0080..U+00FF)": 0.75,
     "Greek letters": 1.125,
     "Armenian letters": 2.21875,
