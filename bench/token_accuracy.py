@@ -16,10 +16,12 @@ network, no data files) and counted three ways:
 The table gives each kind's total over its messages, the ratio of each estimate to the
 exact total, the spread of our ratio message by message, and the microseconds per
 message of each (best of ``--repeat`` timed passes over the corpus, one message at a
-time). The measured corpus uses seed 1 and the second half of the word lists, which the
-estimate's costs were not fitted on (``--calibrate`` fits them on seed 0, first half,
-and prints them; it needs numpy). ``--scripts`` also prints the ratio on a sentence of
-each script the corpus has no prose for (their costs are set by hand).
+time, in CPU time of this process as bench/reduce_per_turn.py times, so that load from
+other processes does not count). The measured corpus uses seed 1 and the second half of
+the word lists, which the estimate's costs were not fitted on (``--calibrate`` fits them
+on seed 0, first half, and prints them; it needs numpy). ``--scripts`` also prints the
+ratio on a sentence of each script the corpus has no prose for (their costs are set by
+hand).
 
     python bench/token_accuracy.py              # 40 messages per kind, best of 5
     python bench/token_accuracy.py --quick      # 15 messages per kind, best of 3
@@ -118,13 +120,14 @@ def print_scripts() -> None:
 
 
 def best_microseconds(count: Callable[[Any], int], items: list[Any], repeat: int) -> float:
-    """The best, over ``repeat`` passes, of the mean microseconds ``count`` takes per item."""
+    """The best, over ``repeat`` passes, of the mean microseconds ``count`` takes per item,
+    in CPU time of this process: load from other processes on the machine does not count."""
     best = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.process_time()
         for item in items:
             count(item)
-        best = min(best, (time.perf_counter() - start) / len(items))
+        best = min(best, (time.process_time() - start) / len(items))
     return best * 1e6
 
 
