@@ -252,8 +252,14 @@ _PAIR_UNIT = 32
 #: languages is several tokens; this counts the letters of each run of lower-case and
 #: accented letters in chunks of seven (an upper-case letter starts a run, so the parts of a
 #: camelCase identifier are runs of their own), less those of the words it has whole.
-_LOWER_RUNS = _runs_table(_LOWER, _LATIN1, _EXTENDED)
-_LETTER_CHUNK = b"x" * 7
+#: In ASCII text the lower-case letters' class byte alone marks the runs; other text is first
+#: translated so that accented letters join them.
+_LOWER_BYTE = _class_byte(_LOWER)
+_LOWER_RUNS = bytes(
+    _LOWER_BYTE if byte & _CLASS_BITS_MASK in (_LOWER, _LATIN1, _EXTENDED) else ord(" ")
+    for byte in range(256)
+)
+_LETTER_CHUNK = bytes([_LOWER_BYTE]) * 7
 #: Whitespace: a run of spaces costs a token, and one more per hundred or so spaces.
 _SPACE_RUNS = _runs_table(_SPACE)
 #: The pair byte of a space after a space or tab (see :func:`_pair_classes`). The gates of
@@ -263,14 +269,13 @@ _SPACE_AFTER_BLANK = _SPACE
 _SPACE_CHUNK = b"x" * 16
 
 #: The words looked up in cl100k_base's list of long words it has whole: what lies between
-#: whitespace, control characters, ``,;!?"'()[]{}<>`` and the non-ASCII punctuation, symbols
-#: and emoji (the lead bytes E2, E3, EF and F0 and up). Letters, digits, accents and the
-#: punctuation inside identifiers, numbers and paths (``.:-_/=@``) join a word, so
-#: ``parse_table``, ``v1.2`` and a sentence's last word with its full stop are not looked up
-#: (and cost by their length); splitting there too would look up several times as many
-#: pieces of machine text for few more hits.
+#: whitespace, control characters, ``.,;!?"'`*()[]{}<>`` and the non-ASCII punctuation,
+#: symbols and emoji (the lead bytes E2, E3, EF and F0 and up). Letters, digits, accents and
+#: the punctuation inside identifiers and paths (``:-_/=@``) join a word, so ``parse_table``
+#: and ``src/config`` are not looked up (and cost by their length): splitting there too would
+#: look up half as many pieces again of machine text (logs, CSV) for few more hits.
 _WORD_SEPARATORS = frozenset(
-    [*range(0x21), 0x7F, *b",;!?\"'()[]{}<>", 0xE2, 0xE3, 0xEF, *range(0xF0, 0x100)]
+    [*range(0x21), 0x7F, *b".,;!?\"'`*()[]{}<>", 0xE2, 0xE3, 0xEF, *range(0xF0, 0x100)]
 )
 _WORD_BYTES = bytes(ord(" ") if byte in _WORD_SEPARATORS else byte for byte in range(256))
 _TYPOGRAPHIC_LEAD = b"\xe2\x80"  # U+2000..U+203F: quotes, dashes, ellipsis, joiners
@@ -390,22 +395,22 @@ _FEATURES = (
 #: checked in tests/test_token_accuracy.py.
 _TOKENS_PER_FEATURE: tuple[float, ...] = (
     1.00,  # letter runs (ASCII and Latin words)
-    0.09375,  # upper-case letters
+    0.125,  # upper-case letters
     0.00,  # pairs of upper-case ASCII letters
-    1.34375,  # lower-to-upper case changes (camelCase, base64)
-    0.3125,  # upper-to-lower case changes (capitals, base64)
-    1.1875,  # digit runs
+    1.21875,  # lower-to-upper case changes (camelCase, base64)
+    0.40625,  # upper-to-lower case changes (capitals, base64)
+    1.15625,  # digit runs
     0.3125,  # digits
-    1.3125,  # digit runs after a space or tab (a token of their own)
-    0.125,  # ASCII punctuation characters
-    0.28125,  # punctuation after a digit
-    1.00,  # punctuation after a space or tab (table rules, operators)
+    1.53125,  # digit runs after a space or tab (a token of their own)
+    0.1875,  # ASCII punctuation characters
+    0.00,  # punctuation after a digit
+    0.8125,  # punctuation after a space or tab (table rules, operators)
     0.03125,  # newlines
     0.0625,  # tabs
     0.34375,  # carriage returns
-    0.25,  # line breaks and tabs after a word
+    0.09375,  # line breaks and tabs after a word
     1.00,  # line breaks and tabs after a number
-    0.78125,  # whitespace changes (a space or tab, then a line break)
+    0.84375,  # whitespace changes (a space or tab, then a line break)
     0.75,  # Latin-1 letters and symbols (U+0080..U+00FF)
     0.125,  # extended Latin letters and accents (U+0100..U+037F)
     1.125,  # Greek letters
@@ -417,25 +422,25 @@ _TOKENS_PER_FEATURE: tuple[float, ...] = (
     1.15625,  # CJK punctuation and kana
     1.34375,  # CJK ideographs
     1.0625,  # Hangul syllables
-    0.90625,  # Hangul words
+    0.875,  # Hangul words
     1.34375,  # fullwidth forms and variation selectors
     3.09375,  # characters beyond U+FFFF (emoji)
-    2.246,  # seven-letter chunks of words
-    1.502,  # runs of two or more spaces
+    2.180,  # seven-letter chunks of words
+    1.370,  # runs of two or more spaces
     0.150,  # sixteen-space chunks of space runs
-    0.575,  # ASCII letters, up to 4 per extended Latin letter
-    1.114,  # ASCII letters, up to 12 per o or u with a double acute accent (Hungarian)
-    0.130,  # ASCII letters, up to 12 per r or e with a caron, u with a ring (Czech)
+    0.577,  # ASCII letters, up to 4 per extended Latin letter
+    1.113,  # ASCII letters, up to 12 per o or u with a double acute accent (Hungarian)
+    0.126,  # ASCII letters, up to 12 per r or e with a caron, u with a ring (Czech)
     1.100,  # Thai and Lao letters
     1.400,  # Devanagari letters
     1.800,  # Bengali, Gurmukhi, Gujarati, Oriya and Tamil letters
     2.200,  # Telugu, Kannada, Malayalam and Sinhala letters
-    0.708,  # Latin and Greek extended additional (Vietnamese)
+    0.664,  # Latin and Greek extended additional (Vietnamese)
     2.900,  # Ethiopic syllables
     2.200,  # Georgian, Myanmar, Khmer and other U+0800..U+1FFF characters
     1.000,  # U+2000..U+203F typographic punctuation (quotes, dashes, joiners)
     2.000,  # U+2040..U+2FFF symbols, arrows and dingbats
-    1.073,  # zero-width joiners in text with emoji
+    1.074,  # zero-width joiners in text with emoji
 )
 
 
@@ -562,7 +567,7 @@ def _text_features(text: str) -> list[int]:
             counts[name] += applies(after, byte & _CLASS_BITS_MASK)
         after = byte >> 5
     known = _known_word_chunks()
-    chunks = classes.translate(_LOWER_RUNS).count(_LETTER_CHUNK)
+    chunks = classes.translate(_LOWER_RUNS).count(_LETTER_CHUNK)  # the plain way: always
     for word in _words(encoded):
         chunks -= known.get(word, 0)
     counts["seven-letter chunks of words"] = chunks
@@ -619,18 +624,21 @@ def _text_cost(text: str) -> float:
     number = int.from_bytes(classes, "little")
     pairs = ((number << 8) & context_mask ^ number).to_bytes(length, "little")
     weights = int.from_bytes(pairs.translate(tables.weights), "little")
-    (ones, _), (twos, _), (fours, _), (twelves, _), (thirty_sixes, _) = weight_masks
+    # Every set bit counts one unit, and the bits of the higher groups that many more (one
+    # mask fewer than masking each group).
+    _, (twos, _), (fours, _), (twelves, _), (thirty_sixes, _) = weight_masks
     units = (
-        (weights & ones).bit_count()
-        + 2 * (weights & twos).bit_count()
-        + 4 * (weights & fours).bit_count()
-        + 12 * (weights & twelves).bit_count()
-        + 36 * (weights & thirty_sixes).bit_count()
+        weights.bit_count()
+        + (weights & twos).bit_count()
+        + 3 * (weights & fours).bit_count()
+        + 11 * (weights & twelves).bit_count()
+        + 35 * (weights & thirty_sixes).bit_count()
     )
     cost = units / _PAIR_UNIT
     costs = _TOKENS_PER_FEATURE
     first = len(_PAIR_FEATURES)
-    chunks = classes.translate(_LOWER_RUNS).count(_LETTER_CHUNK)
+    lower = classes if ascii_only else classes.translate(_LOWER_RUNS)
+    chunks = lower.count(_LETTER_CHUNK)
     if chunks:  # no run of seven letters: no long word, known or not
         # Each word's chunks, known words only (get gives None for the rest): ints, so
         # sum adds them without floats.
