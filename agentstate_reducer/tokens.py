@@ -60,19 +60,22 @@ _CACHE_LIMIT = 200_000
 # The estimate reads a text as a string of class bytes, one per character: ``str.encode``, then
 # one ``bytes.translate`` that maps each UTF-8 lead byte to its character's class byte and
 # deletes the continuation bytes. Everything after that is a C-level operation on whole strings
-# or on whole numbers (translate, count, split, set and dict look-ups by ``map``,
-# ``int.from_bytes``, shifts, ``int.bit_count``): no Python code runs per character or per word.
+# or on whole numbers (translate, count, split, a dict look-up by ``map``, ``int.from_bytes``,
+# shifts, ``int.bit_count``): no Python code runs per character or per word.
 #
 # A class byte holds the character's class in its low five bits and, in its high three bits,
 # what it is to the character after it (a lower-case letter, an upper-case letter, an accented
 # letter, a digit, a space or tab, a Hebrew or Arabic letter, a Hangul syllable, anything else).
-# Read as one little-endian number, the class string shifted left by a byte and masked gives,
-# in byte i, what character i - 1 is to character i next to the class of character i: a *pair
-# byte* (the first character follows nothing, and one pair byte more ends the string). Every
-# feature that depends on a character alone, or on it and the one before it (a run of letters
-# starts, a digit follows a space), is a function of the pair byte, and so is the sum of their
-# costs: two 256-byte tables hold that sum, in 1/32 tokens, as set bits, and the text's cost
-# in those features is the number of set bits of its translated pair string (int.bit_count).
+# Read as one little-endian number, the class string shifted left by a byte, masked and XORed
+# with itself gives, in byte i, the class of character i and what character i - 1 is to it: a
+# *pair byte* (the first character follows nothing, and one pair byte more ends the string).
+# Every feature that depends on a character alone, or on it and the one before it (a run of
+# letters starts, a digit follows a space), is a function of the pair byte, and so is the sum
+# of their costs: one 256-byte table holds that sum, in 1/32 tokens, as set bits in five
+# groups that each count a number of units, and the text's cost in those features is read
+# from the set bits of its translated pair string (a few int.bit_count calls). The rest (runs
+# of letters in chunks of seven, the known words, runs of spaces, a few script details) is
+# one pass each, most of them only when a one-byte search finds what they count.
 
 (
     _LOWER,
@@ -122,7 +125,8 @@ _LEAD_BYTE_CLASSES: tuple[tuple[range, int], ...] = (
     (range(0xE2, 0xE3), _U2000),  # U+2000..U+2FFF: typographic punctuation, symbols
     (range(0xE3, 0xE4), _KANA),  # U+3000..U+3FFF: CJK punctuation, kana
     (range(0xE4, 0xEA), _CJK),  # U+4000..U+9FFF: CJK ideographs
-    (range(0xEA, 0xEE), _HANGUL),  # U+A000..U+DFFF: Hangul syllables (and rarer scripts)
+    (range(0xEA, 0xEE), _HANGUL),  # U+A000..U+DFFF: Hangul syllables, rarer scripts, and
+    # lone surrogates (encoded with "surrogatepass": a str can hold one, UTF-8 cannot)
     (range(0xEE, 0xF0), _FULLWIDTH),  # U+E000..U+FFFF: fullwidth forms, variation selectors
     (range(0xF0, 0xF8), _ASTRAL),  # U+10000 and up: emoji, rare ideographs
 )
@@ -500,7 +504,9 @@ def _pair_weights(costs: tuple[float, ...]) -> bytes:
     """
     units = [round(cost * _PAIR_UNIT) for cost in costs]
     if any(unit != cost * _PAIR_UNIT or unit < 0 for unit, cost in zip(units, costs, strict=True)):
-        raise ValueError(f"pair feature costs must be multiples of 1/{_PAIR_UNIT}: {costs}")
+        raise ValueError(
+            f"pair feature costs must be non-negative multiples of 1/{_PAIR_UNIT}: {costs}"
+        )
     weights = bytearray(256)
     for pair in range(256):
         after, cls = _pair_classes(pair)
@@ -547,11 +553,6 @@ def _vocabulary() -> frozenset[str]:
 
     packed = resources.files(__package__).joinpath("data").joinpath("cl100k_words.txt.z")
     return frozenset(zlib.decompress(packed.read_bytes()).decode().split())
-
-
-def _runs(marked: bytes) -> int:
-    """How many maximal runs of ``x`` the marked string (from a runs table) holds."""
-    return marked.count(b" x") + marked.startswith(b"x")
 
 
 def _text_features(text: str) -> list[int]:
