@@ -274,14 +274,17 @@ _SPACE_CHUNK = b"x" * 16
 
 #: The words looked up in cl100k_base's list of long words it has whole: what lies between
 #: whitespace, control characters, ``.,;!?"'`*()[]{}<>`` and the non-ASCII punctuation,
-#: symbols and emoji (the lead bytes E2, E3, EF and F0 and up). Letters, digits, accents and
-#: the punctuation inside identifiers and paths (``:-_/=@``) join a word, so ``parse_table``
-#: and ``src/config`` are not looked up (and cost by their length): splitting there too would
-#: look up half as many pieces again of machine text (logs, CSV) for few more hits.
+#: symbols and emoji (the lead bytes E2, E3, EF and F0 and up), with the ASCII digits deleted
+#: (cl100k_base splits digits from letters, so ``utf8`` is ``utf``; numbers, IP addresses and
+#: decimals then leave no piece to look up). Letters, accents and the punctuation inside
+#: identifiers and paths (``:-_/=@``) join a word, so ``parse_table`` and ``src/config`` are
+#: not looked up (and cost by their length): splitting there too would look up half as many
+#: pieces again of machine text (logs, CSV) for few more hits.
 _WORD_SEPARATORS = frozenset(
     [*range(0x21), 0x7F, *b".,;!?\"'`*()[]{}<>", 0xE2, 0xE3, 0xEF, *range(0xF0, 0x100)]
 )
 _WORD_BYTES = bytes(ord(" ") if byte in _WORD_SEPARATORS else byte for byte in range(256))
+_DIGIT_BYTES = b"0123456789"
 _TYPOGRAPHIC_LEAD = b"\xe2\x80"  # U+2000..U+203F: quotes, dashes, ellipsis, joiners
 
 
@@ -292,7 +295,7 @@ def _words(encoded: bytes) -> list[bytes]:
     quote or an emoji is not found (and costs by its length); one after a closing quote,
     an apostrophe or a dash is.
     """
-    return encoded.translate(_WORD_BYTES).split()
+    return encoded.translate(_WORD_BYTES, _DIGIT_BYTES).split()
 
 
 #: Latin text dense with accents (Central European languages, Turkish) is mostly split into
