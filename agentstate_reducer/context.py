@@ -111,6 +111,9 @@ class ReduceContext:
     _rewrites: list[Any] = field(default_factory=list, init=False)
     _elsewhere: set[int] = field(default_factory=set, init=False)
     """Blocks folded that were not in the list (so no caller removes them from it)."""
+    _counted: dict[int, tuple[int, bool]] | None = field(default=None, init=False)
+    """With calibrated counts: each message's count and whether it is estimated, by
+    ``id``, so that planning afresh (after an insert) keeps the calibration."""
 
     def __post_init__(self) -> None:
         self._messages = list(self.original)
@@ -118,6 +121,14 @@ class ReduceContext:
         target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
         self.target = target
         self.tokens_before = self.state.total
+        if self.state.calibrated:
+            start = self.state.estimated_from()
+            self._counted = {
+                id(message): (count, position >= start)
+                for position, (message, count) in enumerate(
+                    zip(self._messages, self.state.tokens, strict=True)
+                )
+            }
 
     # -- StepContext: reading ------------------------------------------------------------
 
@@ -197,6 +208,9 @@ class ReduceContext:
         current = self._messages[self._position(position)]
         view = view_of(message, f"the replacement for messages[{position}]")
         self.state.replace(position, view, self.count(message))
+        if self._counted is not None:
+            estimated = self._counted.get(id(current), (0, True))[1]
+            self._counted[id(message)] = (self.state.tokens[position], estimated)
         self._originals[id(message)] = self._original_of(current)
         self._rewrites.append(message)  # held, so its id stays unique
         self._messages[position] = message
@@ -439,6 +453,16 @@ class ReduceContext:
         state = PlanState(self.limits)
         views, tokens = self.reader.read(self._messages, lambda i: f"messages[{i}]")
         state.extend(views, tokens)
+        counted = self._counted
+        if counted is not None:
+            # Messages keep their calibrated counts; a new one (a summary block) is estimated.
+            found = [counted.get(id(message)) for message in self._messages]
+            estimated_from = next(
+                (i for i, entry in enumerate(found) if entry is not None and entry[1]), len(found)
+            )
+            state.carry(
+                self.state, [None if entry is None else entry[0] for entry in found], estimated_from
+            )
         self.state = state
 
     def _oldest_first(self, messages: list[Any]) -> list[Any]:

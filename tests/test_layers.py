@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("_calls", "_checks", "_deprecated", "_extras", "_memory", "_progress", "errors")),
     ("messages", ("messages", "messages.*")),
     ("tokens", ("tokens", "tokens.*")),
-    ("plan", ("planner", "reader", "session", "validate")),
+    ("plan", ("planner", "reader", "session", "validate", "calibration")),
     ("step contract", ("steps", "steps.contract", "result")),
     (
         "built-in steps",

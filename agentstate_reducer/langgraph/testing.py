@@ -128,6 +128,11 @@ class ScriptedChatModel(BaseChatModel):
         cycle: Restart the script instead of raising when it runs out.
         strict: Raise ``ProviderRejectedError`` when called with messages that
             ``provider_errors`` reports, as a provider would.
+        input_tokens: ``(messages, tools) -> int``: when set, each answer reports
+            ``usage_metadata`` as a provider does, ``input_tokens`` being what this
+            returns for the messages the model was called with and the tool schemas it
+            was bound to (OpenAI form), so calibration can be tried without a provider
+            (count them with a real tokenizer, such as tiktoken's ``o200k_base``).
 
     Raises:
         pydantic.ValidationError: A script step is not an ``AIMessage``, a string or a
@@ -138,6 +143,7 @@ class ScriptedChatModel(BaseChatModel):
     """The answers, in order: ``ScriptStep`` values (checked when the model is built)."""
     cycle: bool = False
     strict: bool = True
+    input_tokens: Callable[[list[BaseMessage], list[dict[str, Any]]], int] | None = None
 
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _cursor: int = PrivateAttr(default=0)
@@ -201,8 +207,13 @@ class ScriptedChatModel(BaseChatModel):
             step = self.script[self._cursor]
             self._cursor += 1
             self._calls.append(list(messages))
-        reply = step(list(messages)) if callable(step) else step
-        return ChatResult(generations=[ChatGeneration(message=_as_ai_message(reply))])
+        reply = _as_ai_message(step(list(messages)) if callable(step) else step)
+        if self.input_tokens is not None:
+            used = self.input_tokens(list(messages), list(kwargs.get("tools") or []))
+            output = max(1, len(str(reply.content)) // 4)
+            usage: Any = {"input_tokens": used, "output_tokens": output, "total_tokens": used + output}
+            reply.usage_metadata = usage
+        return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
 def _as_ai_message(reply: Reply) -> AIMessage:
