@@ -211,7 +211,11 @@ class ScriptedChatModel(BaseChatModel):
         if self.input_tokens is not None:
             used = self.input_tokens(list(messages), list(kwargs.get("tools") or []))
             output = max(1, len(str(reply.content)) // 4)
-            usage: Any = {"input_tokens": used, "output_tokens": output, "total_tokens": used + output}
+            usage: Any = {
+                "input_tokens": used,
+                "output_tokens": output,
+                "total_tokens": used + output,
+            }
             reply.usage_metadata = usage
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
