@@ -28,7 +28,7 @@ from .errors import StepError
 from .hooks import namespace_key
 from .messages import view_of
 from .planner import PlanLimits, PlanState
-from .reader import Reader
+from .reader import Reader, with_memory_flag
 from .result import ReducerResult
 from .rewrites import Rewrites
 from .steps.contract import ReductionStep, StepReport
@@ -206,7 +206,9 @@ class ReduceContext:
     def replace(self, position: int, message: Any) -> None:
         """Put a rewritten message (same role and tool links) at ``position``."""
         current = self._messages[self._position(position)]
-        view = view_of(message, f"the replacement for messages[{position}]")
+        view = with_memory_flag(
+            message, view_of(message, f"the replacement for messages[{position}]")
+        )
         self.state.replace(position, view, self.count(message))
         if self._counted is not None:
             estimated = self._counted.get(id(current), (0, True))[1]
@@ -240,7 +242,10 @@ class ReduceContext:
                 f"(position {question}), the question being answered"
             )
         block = list(messages)
-        views = [view_of(message, f"inserted messages[{i}]") for i, message in enumerate(block)]
+        views = [
+            with_memory_flag(message, view_of(message, f"inserted messages[{i}]"))
+            for i, message in enumerate(block)
+        ]
         unpaired = [p for p in find_problems(views) if p.kind in (ORPHAN_RESULT, DANGLING_CALL)]
         if unpaired:
             first = unpaired[0]
@@ -354,8 +359,13 @@ class ReduceContext:
     def run(self, steps: Sequence[ReductionStep]) -> Effects[None]:
         """Run ``steps`` in order until the list fits, settling each summary request."""
         for step in steps:
-            if self.state.fits():
-                break
+            if step.view_only:
+                # Adds to what a model sees, on every view (fitting or not); a persistent
+                # reduce never stores what it adds.
+                if not self.view:
+                    continue
+            elif self.state.fits():
+                continue
             tokens, length = self.state.total, len(self._messages)
             error: StepError | None = None
             try:

@@ -31,6 +31,7 @@ from .hooks import (
 from .messages import view_of
 from .planner import PlanLimits, PlanState
 from .reader import Reader
+from .recalled import is_memory
 from .result import ReducerResult
 from .rewrites import Rewrites
 from .session import PlanCache
@@ -114,6 +115,7 @@ class MessageReducer:
         """The running summary: how this reducer makes, remembers and places it."""
         # What models were shown, by this reducer's count (calibration; see ShownMemory).
         self._shown = ShownMemory()
+        self._adds_to_view = any(step.view_only for step in self._policy)
 
     @property
     def config(self) -> ReducerConfig:
@@ -139,6 +141,12 @@ class MessageReducer:
     def steps(self) -> tuple[ReductionStep, ...]:
         """The policy's steps, in the order they run."""
         return self._policy
+
+    @property
+    def adds_to_view(self) -> bool:
+        """Whether the policy has a view-only step (``Recall``): then what a model is shown
+        should come from :meth:`view`, even of a list a persistent reduce just bounded."""
+        return self._adds_to_view
 
     def __repr__(self) -> str:
         c = self._config
@@ -551,7 +559,7 @@ class MessageReducer:
     ) -> Effects[ReducerResult]:
         state = self._read(combined, namespace)
         calibration = self._calibration(state)
-        if not state.over_limit():
+        if not state.over_limit() and not self._adds_to_view:
             result = ReducerResult(
                 surviving=combined,
                 pruned=[],
@@ -618,8 +626,8 @@ class MessageReducer:
         )
 
     def _is_rewrite(self, message: Any, conversation: Any = None) -> bool:
-        if any(step.rewrote(message) for step in self._policy):
-            return True
+        if any(step.rewrote(message) for step in self._policy) or is_memory(message):
+            return True  # a memory block's text is in the store already
         return self.rewrites.holds(message, conversation)
 
     def _unchanged(

@@ -48,6 +48,7 @@ from typing_extensions import override
 
 from .._checks import check_choice, check_name
 from ..reducer import check_reducer
+from .namespace import memory_namespace
 from .nodes import areduction_update, read_messages, reduction_update
 from .reduction import warn_if_summary_is_dropped
 
@@ -98,20 +99,20 @@ def _run_config(runtime: Runtime[Any]) -> RunnableConfig:
 
 
 def _bounded_view(
-    reducer: MessageReducer, messages: list[Any], on_prune_error: OnPruneError
+    reducer: MessageReducer, messages: list[Any], on_prune_error: OnPruneError, namespace: Any
 ) -> list[Any]:
     """The messages the model should see: the reducer's policy run on a copy (clearing,
-    compressing, pruning; no summary, no hooks, the state untouched)."""
-    surviving = reducer.view(messages, on_prune_error=on_prune_error).surviving
-    return surviving if surviving else messages
+    compressing, pruning, recalling; no summary, no hooks, the state untouched)."""
+    view = reducer.view(messages, namespace, on_prune_error=on_prune_error)
+    return view.surviving if view.surviving else messages
 
 
 async def _abounded_view(
-    reducer: MessageReducer, messages: list[Any], on_prune_error: OnPruneError
+    reducer: MessageReducer, messages: list[Any], on_prune_error: OnPruneError, namespace: Any
 ) -> list[Any]:
-    """Async :func:`_bounded_view` (coroutine compressors and scorers awaited)."""
-    surviving = (await reducer.aview(messages, on_prune_error=on_prune_error)).surviving
-    return surviving if surviving else messages
+    """Async :func:`_bounded_view` (coroutine compressors, scorers and stores awaited)."""
+    view = await reducer.aview(messages, namespace, on_prune_error=on_prune_error)
+    return view.surviving if view.surviving else messages
 
 
 class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -213,10 +214,14 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelCallResult:
-        """In view mode, call the model with the bounded list; otherwise pass through."""
-        if self.mode != "view" or not request.messages:
+        """In view mode, call the model with the bounded list; in persistent mode with a
+        view-only step in the policy (``Recall``), with the view of the bounded state;
+        otherwise pass through."""
+        if not self._views(request):
             return handler(request)
-        view = _bounded_view(self.reducer, list(request.messages), self.on_prune_error)
+        view = _bounded_view(
+            self.reducer, list(request.messages), self.on_prune_error, self._namespace(request)
+        )
         return handler(self._with_messages(request, view))
 
     @override
@@ -226,10 +231,20 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelCallResult:
         """Async :meth:`wrap_model_call`."""
-        if self.mode != "view" or not request.messages:
+        if not self._views(request):
             return await handler(request)
-        view = await _abounded_view(self.reducer, list(request.messages), self.on_prune_error)
+        view = await _abounded_view(
+            self.reducer, list(request.messages), self.on_prune_error, self._namespace(request)
+        )
         return await handler(self._with_messages(request, view))
+
+    def _views(self, request: ModelRequest[Any]) -> bool:
+        """Whether the model call gets the reducer's view rather than the state as it is."""
+        return bool(request.messages) and (self.mode == "view" or self.reducer.adds_to_view)
+
+    def _namespace(self, request: ModelRequest[Any]) -> Any:
+        """The run's memory namespace (for ``Recall``'s store namespace)."""
+        return memory_namespace(self.reducer, _run_config(request.runtime))
 
     @staticmethod
     def _with_messages(request: ModelRequest[Any], view: list[Any]) -> ModelRequest[Any]:
@@ -304,17 +319,30 @@ def make_pre_model_hook(
 
     def pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
         messages = messages_of(state)
+        namespace = memory_namespace(bound, config)
         if mode == "view":
-            return {"llm_input_messages": _bounded_view(bound, messages, on_prune_error)}
+            view = _bounded_view(bound, messages, on_prune_error, namespace)
+            return {"llm_input_messages": view}
         reduced = reduction_update(bound, messages, config, on_prune_error=on_prune_error)
-        return output(messages, *reduced)
+        out = output(messages, *reduced)
+        if bound.adds_to_view:  # Recall: the model sees the view of the bounded list
+            shown = out["llm_input_messages"]
+            out["llm_input_messages"] = _bounded_view(bound, shown, on_prune_error, namespace)
+        return out
 
     async def apre_model_hook(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
         messages = messages_of(state)
+        namespace = memory_namespace(bound, config)
         if mode == "view":
-            view = await _abounded_view(bound, messages, on_prune_error)
+            view = await _abounded_view(bound, messages, on_prune_error, namespace)
             return {"llm_input_messages": view}
         reduced = await areduction_update(bound, messages, config, on_prune_error=on_prune_error)
-        return output(messages, *reduced)
+        out = output(messages, *reduced)
+        if bound.adds_to_view:
+            shown = out["llm_input_messages"]
+            out["llm_input_messages"] = await _abounded_view(
+                bound, shown, on_prune_error, namespace
+            )
+        return out
 
     return RunnableLambda(pre_model_hook, afunc=apre_model_hook, name="pre_model_hook")
