@@ -296,14 +296,15 @@ def test_a_headless_thread_is_repaired_never_backwards() -> None:
 
 
 def test_a_fan_out_writes_one_document_per_task_with_plain_creates() -> None:
-    """100 tasks of one step record their writes with 100 creates: no read, no replace, no
-    compare-and-swap; each task's document is its own."""
+    """100 tasks of one step record their writes with one request each, a transactional batch
+    (the writes mark, a create of the task's own document, a read of the head): no point
+    read, no replace, no compare-and-swap."""
     saver, store = memory_saver(), MemoryContainer()
     model = play(saver, store, [("put", 0, {"a": "small"}, "r")])
     store.counts.clear()
     for i in range(100):
         store.run(saver._put_writes_ops(model.configs[0], [("out", f"v{i}")], f"task-{i}", "p"))
-    assert store.counts == {"Create": 100}
+    assert store.counts == {"Batch": 100}
     tup = _by_id(saver, store, model, model.checkpoints[0]["id"])
     assert len(tup.pending_writes) == 100
 
