@@ -214,15 +214,10 @@ class MemoryContainer:
                 refusal = Outcome.CONFLICT
             elif isinstance(item, (Replace, Delete, Read)) and current is None:
                 refusal = Outcome.PRECONDITION_FAILED
-            elif isinstance(item, Replace) and current is not None and current["_etag"] != item.etag:
-                refusal = Outcome.PRECONDITION_FAILED
-            elif (
-                isinstance(item, Delete)
-                and item.etag is not None
-                and current is not None
-                and current["_etag"] != item.etag
-            ):
-                refusal = Outcome.PRECONDITION_FAILED
+            elif isinstance(item, (Replace, Delete)) and item.etag is not None:
+                assert current is not None
+                if current["_etag"] != item.etag:
+                    refusal = Outcome.PRECONDITION_FAILED
             if refusal is not None:
                 self.docs = saved
                 return refusal

@@ -267,7 +267,7 @@ def test_delete_thread_while_a_run_is_inside_a_node(
         time.sleep(1.0)  # the run is inside its node now (its input checkpoint is stored)
         saver.delete_thread(thread)
         gate.write_text("go")
-        status, report = _workers.finish(worker)
+        _, report = _workers.finish(worker)
         assert report.get("error") == CosmosThreadDeletedError.__name__, report
         assert "deleted" in report["message"]
         assert saver.get_tuple(config) is None
