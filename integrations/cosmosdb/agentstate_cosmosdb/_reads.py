@@ -211,18 +211,16 @@ class ReadOps(ValueDocs):
         self, pk: str, thread_id: str, ns: str, checkpoint_id: str
     ) -> Ops[CheckpointTuple | None]:
         doc_id = checkpoint_doc_id(ns, checkpoint_id)
-        steps: list[Any] = [Read(doc_id, pk), Read(writes_mark_id(ns, checkpoint_id), pk)]
+        steps: list[Any] = [Read(doc_id, pk)]
         if self.ttl is not None:
             steps.append(Read(head_id(ns), pk))  # a namespace without a head has expired
         results = cast("list[Any]", (yield steps))
         doc = cast("Document | None", results[0])
         if doc is None or doc.get("kind") != KIND_CHECKPOINT or doc.get("thread_id") != thread_id:
             return None  # never written, removed, or kept only as a holder of values
-        if self.ttl is not None and results[2] is None:
+        if self.ttl is not None and results[1] is None:
             return None
         prefetched: dict[str, Any] = {}
-        if _marked(doc) and results[1] is None:
-            prefetched[_WRITES_KEY] = []
         loaded = yield from self._load_tuples_ops([doc], prefetched)
         if isinstance(loaded[0], _Missing):
             again = yield from read(doc_id, pk)
@@ -287,11 +285,27 @@ class ReadOps(ValueDocs):
                 doc["checkpoint_id"]
             )
         queries = [] if _WRITES_KEY in prefetched else list(groups)
+        mark: Read | None = None
+        if queries and len(docs) == 1 and _marked(docs[0]):
+            # One checkpoint of layout 3: a point read of its writes mark instead of the
+            # query; the query only when the mark says there are writes.
+            doc = docs[0]
+            mark, queries = Read(writes_mark_id(doc["ns"], doc["checkpoint_id"]), doc["pk"]), []
         steps: list[Any] = [Read(i, pk) for i, pk in needed.items()]
         steps += [
             _writes_query(pk, t, ns, cps) for pk, t, ns in queries for cps in [groups[(pk, t, ns)]]
         ]
+        if mark is not None:
+            steps.append(mark)
         results = cast("list[Any]", (yield steps)) if steps else []
+        if mark is not None:
+            marked = results.pop()
+            if marked is not None:
+                doc = docs[0]
+                writes = _writes_query(
+                    doc["pk"], doc["thread_id"], doc["ns"], [doc["checkpoint_id"]]
+                )
+                results.append(cast("list[Document]", (yield writes)))
         holders: dict[str, Any] = {
             ref: cache.docs[ref] for doc in docs for ref in references(doc) if ref in cache.docs
         }

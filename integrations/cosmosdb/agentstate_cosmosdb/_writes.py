@@ -154,10 +154,11 @@ class WriteOps(MaintenanceOps):
             parent_doc = yield from self._parent_ops(key, state, parent_id)
             if parent_id and parent_doc is None and state.absent:
                 yield from self._refuse_if_deleted_ops(pk, thread_id, ns, str(parent_id))
-            if checkpoint_id < state.checkpoint_id:
-                break  # not the newest: stored the ordered way, the head stays
+            moves_head = checkpoint_id >= state.checkpoint_id
+            if not moves_head and self.ttl is not None:
+                break  # (a touch of the head would restart its ttl)
             plan = self._put_plan(config, checkpoint, metadata, new_versions, parent_doc, now)
-            outcome = yield from self._put_batch_ops(key, state, plan)
+            outcome = yield from self._put_batch_ops(key, state, plan, moves_head)
             if outcome is None:
                 linear = bool(parent_id) and state.checkpoint_id == parent_id
                 yield from self._after_put_ops(key, checkpoint_id, parent_id, linear)
@@ -165,8 +166,9 @@ class WriteOps(MaintenanceOps):
             self._heads.drop(key)
             if outcome is Outcome.TOO_LARGE:
                 break
-        # The ordered way: a self-contained checkpoint (it inherits no document, so no
-        # clean-up can take what it reads), then the head by compare-and-swap.
+        # The ordered way (refused twice, too large for a batch, or with ttl older than the
+        # head): a self-contained checkpoint (it inherits no document, so no clean-up can take
+        # what it reads), then the head by compare-and-swap.
         plan = self._put_plan(config, checkpoint, metadata, new_versions, None, now)
         self._heads.drop(key)
         yield from _write_in_groups([Upsert(d) for d in plan.chunk_docs])
@@ -338,17 +340,19 @@ class WriteOps(MaintenanceOps):
             cp_doc["written"] = written
         return _Plan(chunk_docs, blob_docs, cp_doc, self._head_doc(cp_doc, now), refs)
 
-    def _put_batch_ops(self, key: HeadKey, state: HeadState, plan: _Plan) -> Ops[Outcome | None]:
-        """Store a planned checkpoint and move the head onto it in one transactional batch
-        that also reads every document it inherits from. None when applied; else why not
-        (nothing of the batch applied)."""
+    def _put_batch_ops(
+        self, key: HeadKey, state: HeadState, plan: _Plan, moves_head: bool
+    ) -> Ops[Outcome | None]:
+        """Store a planned checkpoint in one transactional batch that also reads every
+        document it inherits from, and moves the head onto it (``moves_head``), or else
+        replaces the head with itself (a checkpoint older than the head: the replace fences
+        clean-up all the same). None when applied; else why not (nothing applied)."""
         pk = key[0]
         yield from _write_in_groups([Upsert(d) for d in plan.chunk_docs])
         blob_upserts = [Upsert(d) for d in plan.blob_docs]
         blob_ops: list[BatchOp] = list(blob_upserts)
-        head_op: BatchOp = (
-            Create(plan.head_doc) if state.absent else Replace(plan.head_doc, state.etag)
-        )
+        new_head = plan.head_doc if moves_head else dict(state.doc)
+        head_op: BatchOp = Create(new_head) if state.absent else Replace(new_head, state.etag)
         reads: list[BatchOp] = [Read(ref, pk) for ref in plan.refs]
         ops = [*blob_ops, Upsert(plan.cp_doc), head_op, *reads]
         if not fits(ops):
@@ -362,7 +366,7 @@ class WriteOps(MaintenanceOps):
             return results
         etag = results[ops.index(head_op)]
         if etag:
-            self._remember_head(key, plan.head_doc, etag)
+            self._remember_head(key, new_head, etag)
         return None
 
     def _advance_head_ops(self, key: HeadKey, head_doc: Document) -> Ops[None]:
