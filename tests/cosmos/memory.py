@@ -255,9 +255,11 @@ class MemoryContainer:
                 for d in docs
                 if d.get("thread_id") == p["@thread_id"] and d["ns"] == p["@ns"]
             ]
-        if sql == schema.SELECT_HEADS_SQL:
+        if sql == schema.SELECT_HEAD_NAMESPACES_SQL:
             return [
-                d for d in docs if d["kind"] == "head" and d.get("thread_id") == p["@thread_id"]
+                {"ns": d["ns"], "kind": d["kind"]}
+                for d in docs
+                if d["kind"] == "head" and d.get("thread_id") == p["@thread_id"]
             ]
         if sql == schema.SELECT_RUN_CHECKPOINTS_SQL:
             return [

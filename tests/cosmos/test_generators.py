@@ -562,3 +562,48 @@ def test_the_drivers_turn_only_expected_refusals_into_results() -> None:
         saver._refused(read, http(429), "read")
     with pytest.raises(CosmosOperationError):
         saver._refused(o.Upsert(doc), http(409), "upsert")  # an upsert never conflicts
+
+
+# --------------------------------------------------------------------------------------------
+# Pending writes: split under the item limit, repeated calls leave nothing behind
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_task_with_ten_thousand_writes_is_split_under_the_item_limit() -> None:
+    """A task writing 12,000 small values (each entry mostly field names and quoting): every
+    document stays under 1 MB of JSON (the service refuses items over 2 MB), and the writes read
+    back whole, in order."""
+    import json
+
+    saver, store = memory_saver(), MemoryContainer()
+    model = play(saver, store, [("put", 0, {"a": "small"}, "r")])
+    writes = [("__pregel_tasks", {"n": i}) for i in range(12_000)]
+    store.run(saver._put_writes_ops(model.configs[0], writes, "fan", "~__pregel_pull, fan"))
+    sizes = [len(json.dumps(d)) for d in store.docs.values() if d["kind"].startswith("writes")]
+    assert len(sizes) >= 3 and max(sizes) < 1_050_000
+    tup = _by_id(saver, store, model, model.checkpoints[0]["id"])
+    assert [w[2] for w in tup.pending_writes] == [v for _, v in writes]
+
+
+@pytest.mark.parametrize("size", ["small", "big"])
+def test_a_task_writing_again_leaves_no_document_behind(size: str) -> None:
+    """The same task's writes stored twice (a migration run again, a retried task), with values
+    large enough for documents of their own: the first writes stay, and the second call leaves
+    no document behind; special writes (an interrupt) replace the earlier one in place."""
+    from langgraph.checkpoint.base import INTERRUPT
+
+    saver, store = memory_saver(), MemoryContainer()
+    model = play(saver, store, [("put", 0, {"a": "small"}, "r")])
+    cfg = model.configs[0]
+    first, second = value(1, size), value(2, size)
+    store.run(saver._put_writes_ops(cfg, [("x", first)], "task", "p"))
+    store.run(saver._put_writes_ops(cfg, [(INTERRUPT, first)], "asker", "p"))
+    before = sorted(store.docs)
+    store.run(saver._put_writes_ops(cfg, [("x", second)], "task", "p"))
+    assert sorted(store.docs) == before
+    store.run(saver._put_writes_ops(cfg, [(INTERRUPT, second)], "asker", "p"))
+    assert sorted(store.docs) == before
+    tup = _by_id(saver, store, model, model.checkpoints[0]["id"])
+    assert sorted((w[0], w[1]) for w in tup.pending_writes) == [("asker", INTERRUPT), ("task", "x")]
+    got = {w[0]: w[2] for w in tup.pending_writes}
+    assert got == {"task": first, "asker": second}

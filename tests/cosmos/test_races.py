@@ -125,6 +125,50 @@ async def test_an_interrupt_stays_pending_under_retention_async(
                 assert not done.interrupts and not done.next
 
 
+def test_an_interrupt_stays_pending_with_the_wrappers_keep_checkpoints(
+    server: CosmosTestServer,
+) -> None:
+    """ReducingCheckpointSaver(CosmosDBSaver, keep_checkpoints=1): the wrapper prunes the
+    thread to its latest checkpoint with the saver's prune after every put, under
+    durability="async"; the interrupt stays pending after every turn."""
+    from agentstate_reducer import MessageReducer
+    from agentstate_reducer.langgraph import ReducingCheckpointSaver
+
+    with CosmosDBSaver(DATABASE, new_container(), **saver_kwargs(server)) as inner:
+        saver = ReducingCheckpointSaver(inner, MessageReducer(4, 8), keep_checkpoints=1)
+        graph = approval_graph(saver)
+        for run in range(RUNS):
+            config = {"configurable": {"thread_id": f"wrapped-{run}"}}
+            for turn in range(3):
+                graph.invoke(
+                    {"messages": [HumanMessage(content=f"go {turn}")]}, config, durability="async"
+                )
+                assert [i.value for i in graph.get_state(config).interrupts] == ["approve?"]
+                graph.invoke(Command(resume="yes"), config, durability="async")
+
+
+def test_throttled_requests_during_retention_lose_nothing(server: CosmosTestServer) -> None:
+    """429 TooManyRequests injected at the start of every run (two in a row; the tests give the
+    SDK two retries), with keep_checkpoints=2 under durability="async": the SDK retries them,
+    every turn completes, the interrupt is pending after each, and the thread reads whole."""
+    with CosmosDBSaver(
+        DATABASE, new_container(), keep_checkpoints=2, **saver_kwargs(server)
+    ) as saver:
+        graph = approval_graph(saver)
+        config = {"configurable": {"thread_id": "throttled"}}
+        for turn in range(4):
+            server.throttle(2, retry_after_ms=20)
+            graph.invoke(
+                {"messages": [HumanMessage(content=f"go {turn}")]}, config, durability="async"
+            )
+            assert [i.value for i in graph.get_state(config).interrupts] == ["approve?"]
+            server.throttle(2, retry_after_ms=20)
+            graph.invoke(Command(resume="yes"), config, durability="async")
+        assert server.stats().get("throttled", 0) > 0
+        assert _read_everything(saver, config) == 2
+        assert len(graph.get_state(config).values["messages"]) == 12
+
+
 @pytest.mark.parametrize("durability", ["async", "sync"])
 def test_a_finished_branch_never_runs_again_after_a_crash(
     server: CosmosTestServer, tmp_path: Path, durability: str

@@ -34,9 +34,10 @@ that remains, and a document is deleted only once no survivor references it
   inside a node when the thread is deleted has its next checkpoint and writes refused instead
   of re-creating half a thread (see ``_writes``). ``delete_thread`` reads the thread again
   until nothing is left.
-* Deletes go in transactional batches of up to 100 documents per request (Cosmos DB's
-  ``delete_all_items_by_partition_key`` is a preview feature that must be enabled per
-  account and deletes in the background, so a reader could see half a thread meanwhile).
+* Deletes go in transactional batches of up to 100 documents per request. Cosmos DB's
+  ``delete_all_items_by_partition_key`` would take one request per thread, but it is a public
+  preview, off unless the account enables its ``DeleteAllItemsByPartitionKey`` capability,
+  and absent from the local emulators, so nothing could test the savers against it.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ from agentstate_cosmosdb.schema import (
     MARKED_SCHEMA,
     ORDER_NEWEST_FIRST_SQL,
     SCHEMA_VERSION,
-    SELECT_HEADS_SQL,
+    SELECT_HEAD_NAMESPACES_SQL,
     SELECT_LATEST_IN_NS_SQL,
     SELECT_TOP_CHECKPOINT_KEYS_SQL,
     SELECT_TOP_CHECKPOINTS_SQL,
@@ -505,7 +505,9 @@ class ReadOps(ValueDocs):
         if self.ttl is not None and pk is not None and thread_id is not None:
             # With ttl, a namespace whose head has expired has expired as a whole (its other
             # documents live a while longer, see _state.HOLDER_TTL_FACTOR).
-            heads = yield from query(SELECT_HEADS_SQL, (("@pk", pk), ("@thread_id", thread_id)), pk)
+            heads = yield from query(
+                SELECT_HEAD_NAMESPACES_SQL, (("@pk", pk), ("@thread_id", thread_id)), pk
+            )
             live = {h["ns"] for h in heads if h.get("kind") == KIND_HEAD}
         remaining = limit
         keys_only = not exact_pushdown

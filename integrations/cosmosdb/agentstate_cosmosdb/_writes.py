@@ -8,17 +8,22 @@ A put with ``keep_checkpoints`` cleans the thread up afterwards with the mainten
 **What makes a put safe beside clean-up in other processes.** A checkpoint inherits the
 values of unchanged channels by pointing at the documents that hold them (``origins``), found
 from its parent. Another process's clean-up may delete those documents between the moment the
-put read its parent and the moment it stores the checkpoint. So a put stores its checkpoint
-and moves the head in one transactional batch that also *reads* every document it inherits
-from: a document deleted meanwhile refuses the batch, nothing is applied, and the put builds
-the checkpoint again from what is stored (a parent that is gone means its values are written
-again, from the checkpoint the put holds in full). Clean-up, for its part, deletes only in
-batches that also replace the head it read (its compare-and-swap fence, see
-``_maintenance``): a put that moved the head in between refuses those batches. One of the two
-batches is applied first, so either the put sees the document gone, or the clean-up sees the
-new checkpoint. When even a retry is refused (or the checkpoint is older than the head), the
-put stores a self-contained checkpoint (every value written anew under fresh ids, so it
-inherits nothing) and moves the head by compare-and-swap, never backwards.
+put read its parent and the moment it stores the checkpoint. Two things close that gap:
+
+* the put stores its checkpoint in one transactional batch that replaces the head if-match the
+  etag it read (or creates it, or, for a checkpoint older than the head, replaces the head
+  with itself), and clean-up deletes only in batches that replace the head if-match the etag
+  *it* read (``_maintenance``): of two such batches, the one applied second is refused;
+* the same batch reads every older document the checkpoint inherits from, so a document
+  deleted before it is applied refuses it too (this covers a put that creates a namespace's
+  head, which has no etag to compare, and a parent kept only as a ``values`` holder whose own
+  references were removed).
+
+A refused put builds its checkpoint again from what is stored (a parent that is gone means its
+values are written again, from the checkpoint the put holds in full); refused again (or too
+large for a batch, or, with ``ttl=``, older than the head), it stores a self-contained
+checkpoint (every value written anew under fresh ids: it inherits nothing) and moves the head
+by compare-and-swap, never backwards.
 
 **What makes it safe against delete_thread.** ``delete_thread`` leaves a tombstone with the
 newest checkpoint id the thread had. A put that builds on a parent that is gone, in a
@@ -622,8 +627,9 @@ def _batch_or_too_large(pk: str, ops: list[BatchOp]) -> Ops[list[str | None] | O
 
 
 def _entry_bytes(entry: Mapping[str, Any]) -> int:
-    """The JSON size of one writes entry, as it is stored (with a separator)."""
-    return len(json.dumps(entry, separators=(",", ":"))) + 1
+    """The JSON size of one writes entry as a client may send it (json.dumps's default
+    separators, with their spaces: an upper bound of the compact form), with a separator."""
+    return len(json.dumps(entry)) + 2
 
 
 def _chunk_of_any(doc_id: str, bases: set[Any]) -> bool:

@@ -373,8 +373,8 @@ INDEX_FIELDS_SQL = (
 )
 SELECT_THREAD_INDEX_SQL = INDEX_FIELDS_SQL
 SELECT_NS_INDEX_SQL = INDEX_FIELDS_SQL + " AND c.ns = @ns"
-SELECT_HEADS_SQL = (
-    "SELECT * FROM c WHERE c.pk = @pk AND c.kind = 'head' AND c.thread_id = @thread_id"
+SELECT_HEAD_NAMESPACES_SQL = (
+    "SELECT c.ns, c.kind FROM c WHERE c.pk = @pk AND c.kind = 'head' AND c.thread_id = @thread_id"
 )
 SELECT_RUN_CHECKPOINTS_SQL = (
     "SELECT c.id, c.pk, c.thread_id, c.ns, c.checkpoint_id FROM c"
