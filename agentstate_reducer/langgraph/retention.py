@@ -46,7 +46,7 @@ except ImportError:  # pragma: no cover - older langgraph-checkpoint has no Delt
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CheckpointRetention", "delta_channels"]
+__all__ = ["CheckpointRetention"]
 
 #: Threads whose put count is remembered (the oldest forgotten first).
 _COUNTED_THREADS = 4096
@@ -94,7 +94,7 @@ class CheckpointRetention:
         Raises:
             NotImplementedError: The checkpoint has a DeltaChannel; the message names it.
         """
-        names = delta_channels(checkpoint, metadata)
+        names = _delta_channels(checkpoint, metadata)
         if names:
             raise NotImplementedError(
                 "keep_checkpoints cannot bound a graph with a DeltaChannel "
@@ -157,7 +157,7 @@ class CheckpointRetention:
         )
 
 
-def delta_channels(checkpoint: Checkpoint, metadata: Mapping[str, Any] | None) -> list[str]:
+def _delta_channels(checkpoint: Checkpoint, metadata: Mapping[str, Any] | None) -> list[str]:
     """The channels of a checkpoint that LangGraph backs with a ``DeltaChannel``, sorted:
     those with update counters in ``counters_since_delta_snapshot`` (metadata) and those
     whose stored value is a snapshot."""
