@@ -18,6 +18,7 @@ import pytest
 from agentstate_cosmosdb import CosmosMissingDocumentError, CosmosThreadDeletedError
 from agentstate_cosmosdb._state import ORPHAN_GRACE_SECONDS
 from agentstate_cosmosdb.ops import Batch, Emit, Ops
+from agentstate_cosmosdb.schema import checkpoint_doc_id
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.base import Checkpoint
@@ -159,9 +160,11 @@ def test_a_fork_whose_parent_clean_up_removes_meanwhile_writes_the_values_again(
     forking.run_until(is_batch)
     b_ops, _ = put_ops(b, configs[2], big(4))
     store.run(b_ops)
-    inherited = [op.id for op in forking.step.ops if type(op).__name__ == "Read"]
-    assert inherited and all(store.docs.get((forking.step.pk, i)) is None for i in inherited)
+    parent_doc = checkpoint_doc_id("", configs[1]["configurable"]["checkpoint_id"])
+    assert (forking.step.pk, parent_doc) not in store.docs  # removed, with its value
+    batches = store.counts.get("Batch", 0)
     stored = forking.finish()
+    assert store.counts["Batch"] >= batches + 2  # refused, then built again
     tup = store.run(a._get_tuple_ops(stored))
     assert tup is not None and tup.checkpoint["channel_values"]["a"] == big(2)
     read_all(memory_saver(), store)

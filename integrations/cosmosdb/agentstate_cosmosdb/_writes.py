@@ -11,13 +11,16 @@ from its parent. Another process's clean-up may delete those documents between t
 put read its parent and the moment it stores the checkpoint. Two things close that gap:
 
 * the put stores its checkpoint in one transactional batch that replaces the head if-match the
-  etag it read (or creates it, or, for a checkpoint older than the head, replaces the head
-  with itself), and clean-up deletes only in batches that replace the head if-match the etag
-  *it* read (``_maintenance``): of two such batches, the one applied second is refused;
-* the same batch reads every older document the checkpoint inherits from, so a document
-  deleted before it is applied refuses it too (this covers a put that creates a namespace's
-  head, which has no etag to compare, and a parent kept only as a ``values`` holder whose own
-  references were removed).
+  etag it read (or, for a checkpoint older than the head, replaces the head with itself), and
+  clean-up deletes only in batches that replace the head if-match the etag *it* read
+  (``_maintenance``). Of two such batches the one applied second is refused. And a parent
+  the put read after the head (as it always does) that was still a listed checkpoint had all
+  its values then; with the head unchanged until the put's batch, no clean-up batch ran in
+  between, so they are all still there;
+* when there is no etag to compare (the put creates the namespace's head) or the parent is
+  kept only as a ``values`` holder (whose own references clean-up may have removed), the
+  batch also reads every older document the checkpoint inherits from: one that is gone
+  refuses it.
 
 A refused put builds its checkpoint again from what is stored (a parent that is gone means its
 values are written again, from the checkpoint the put holds in full); refused again (or too
@@ -163,7 +166,11 @@ class WriteOps(MaintenanceOps):
             if not moves_head and self.ttl is not None:
                 break  # (a touch of the head would restart its ttl)
             plan = self._put_plan(config, checkpoint, metadata, new_versions, parent_doc, now)
-            outcome = yield from self._put_batch_ops(key, state, plan, moves_head)
+            # With an etag to compare, the head's replace is the fence (see the module
+            # docstring); without one, or from a parent kept only as a values holder, the
+            # batch reads what the checkpoint inherits.
+            check = state.absent or (parent_doc or {}).get("kind") == KIND_VALUES
+            outcome = yield from self._put_batch_ops(key, state, plan, moves_head, check)
             if outcome is None:
                 linear = bool(parent_id) and state.checkpoint_id == parent_id
                 yield from self._after_put_ops(key, checkpoint_id, parent_id, linear)
@@ -346,19 +353,19 @@ class WriteOps(MaintenanceOps):
         return _Plan(chunk_docs, blob_docs, cp_doc, self._head_doc(cp_doc, now), refs)
 
     def _put_batch_ops(
-        self, key: HeadKey, state: HeadState, plan: _Plan, moves_head: bool
+        self, key: HeadKey, state: HeadState, plan: _Plan, moves_head: bool, check: bool
     ) -> Ops[Outcome | None]:
-        """Store a planned checkpoint in one transactional batch that also reads every
-        document it inherits from, and moves the head onto it (``moves_head``), or else
-        replaces the head with itself (a checkpoint older than the head: the replace fences
-        clean-up all the same). None when applied; else why not (nothing applied)."""
+        """Store a planned checkpoint in one transactional batch that moves the head onto it
+        (``moves_head``), or else replaces the head with itself (a checkpoint older than the
+        head: the replace fences clean-up all the same), and, with ``check``, reads every
+        document it inherits from. None when applied; else why not (nothing applied)."""
         pk = key[0]
         yield from _write_in_groups([Upsert(d) for d in plan.chunk_docs])
         blob_upserts = [Upsert(d) for d in plan.blob_docs]
         blob_ops: list[BatchOp] = list(blob_upserts)
         new_head = plan.head_doc if moves_head else dict(state.doc)
         head_op: BatchOp = Create(new_head) if state.absent else Replace(new_head, state.etag)
-        reads: list[BatchOp] = [Read(ref, pk) for ref in plan.refs]
+        reads: list[BatchOp] = [Read(ref, pk) for ref in plan.refs] if check else []
         ops = [*blob_ops, Upsert(plan.cp_doc), head_op, *reads]
         if not fits(ops):
             yield from _write_in_groups(blob_upserts)  # values first, then what references them
