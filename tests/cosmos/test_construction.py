@@ -257,3 +257,32 @@ def test_async_saver_repr_hides_the_key(server: CosmosTestServer) -> None:
     """The async saver's repr names the endpoint and container, never the key."""
     saver = AsyncCosmosDBSaver(DATABASE, "c", **saver_kwargs(server))
     assert server.key not in repr(saver) and "c" in repr(saver)
+
+
+def test_the_package_uses_only_the_cores_public_api() -> None:
+    """agentstate_cosmosdb is a distribution of its own: it imports nothing private of
+    agentstate_reducer (a module or name starting with an underscore), which may change in any
+    release of the core."""
+    import ast
+    from pathlib import Path
+
+    import agentstate_cosmosdb
+
+    private = []
+    for path in Path(agentstate_cosmosdb.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "agentstate_reducer"
+            ):
+                parts = (node.module or "").split(".")
+                names = [alias.name for alias in node.names]
+                if any(p.startswith("_") for p in parts) or any(n.startswith("_") for n in names):
+                    private.append(f"{path.name}: from {node.module} import {', '.join(names)}")
+            elif isinstance(node, ast.Import):
+                private += [
+                    f"{path.name}: import {a.name}"
+                    for a in node.names
+                    if a.name.startswith("agentstate_reducer")
+                    and any(p.startswith("_") for p in a.name.split("."))
+                ]
+    assert private == []

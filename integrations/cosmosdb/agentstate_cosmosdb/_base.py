@@ -125,13 +125,15 @@ class BaseCosmosDBSaver(SetupOps, WriteOps, ReadOps):
             does to a put: ``"keep"`` (default) stores the checkpoint unpruned and hands the
             messages over again on later puts, so a memory outage never costs the user's
             turn; ``"raise"`` fails the put.
-        ttl: Seconds of inactivity after which a thread's documents expire (Cosmos DB
-            time-to-live). Values a live thread still uses are refreshed (see the module
-            docstring). Needs time-to-live on in the container: :meth:`setup` turns it on
-            when the credential may, otherwise raises saying what to set.
+        ttl: Seconds of inactivity after which a thread expires (Cosmos DB time-to-live): it
+            reads whole for ``ttl`` seconds after its last put, then expires, its head first;
+            its other documents live up to twice the ttl (see the module docstring). Needs
+            time-to-live on in the container: :meth:`setup` turns it on when the credential
+            may, otherwise raises saying what to set.
         keep_checkpoints: Keep only the newest N checkpoints of each thread namespace (with
-            their writes and the values they reach); after each put, older ones are removed.
-            None keeps every checkpoint.
+            their writes and the values they reach), and the subgraph calls of the root
+            checkpoints kept; after each put, older ones are removed, never what a run or a
+            fork in progress still needs. None keeps every checkpoint.
         compression: Codec for stored values: ``"auto"`` (zstd when the ``zstandard`` package
             is installed, else zlib), ``"zlib"``, ``"zstd"``, or None (store as serialized).
             Each value records its codec, so any setting reads what any other wrote.
