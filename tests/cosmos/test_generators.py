@@ -607,3 +607,41 @@ def test_a_task_writing_again_leaves_no_document_behind(size: str) -> None:
     assert sorted((w[0], w[1]) for w in tup.pending_writes) == [("asker", INTERRUPT), ("task", "x")]
     got = {w[0]: w[2] for w in tup.pending_writes}
     assert got == {"task": first, "asker": second}
+
+
+@settings(max_examples=15, deadline=None)
+@given(steps=histories, keep=st.integers(min_value=1, max_value=3), big_value=st.booleans())
+def test_a_put_with_retention_cut_short_leaves_a_valid_thread(
+    steps: list[Any], keep: int, big_value: bool
+) -> None:
+    """A put with keep_checkpoints (its batch, then its clean-up) stopped after each of its
+    requests in turn (a dying process) leaves a valid thread; the put run again completes, and
+    the thread then lists what an uninterrupted put leaves."""
+    saver, store = memory_saver(keep_checkpoints=keep), MemoryContainer()
+    model = play(saver, store, steps)
+    if not model.checkpoints:
+        return
+    parent = model.configs[-1]
+    serial = 10_000 + len(model.checkpoints)
+    values = dict(model.checkpoints[-1]["channel_values"])
+    values["a"] = value(serial, "big" if big_value else "small")
+    versions = dict(model.checkpoints[-1]["channel_versions"])
+    versions["a"] = f"{serial:08}.9"
+    checkpoint = generate_checkpoint(
+        checkpoint_id=str(uuid6(clock_seq=serial)), channel_values=values, channel_versions=versions
+    )
+
+    def put(s: Any) -> Any:
+        return s._put_ops(parent, checkpoint, generate_metadata(), {"a": versions["a"]})
+
+    reference = MemoryContainer(docs=copy.deepcopy(store.docs))
+    reference.run(put(memory_saver(keep_checkpoints=keep)))
+    expected = [x.checkpoint for x in _listed(saver, reference)]
+    for stop in range(reference.operations):
+        trial = MemoryContainer(docs=copy.deepcopy(store.docs), fail_after=stop)
+        with contextlib.suppress(Crash):
+            trial.run(put(memory_saver(keep_checkpoints=keep)))
+        trial.fail_after = None
+        _assert_valid(memory_saver(), trial, "t")
+        trial.run(put(memory_saver(keep_checkpoints=keep)))
+        assert [x.checkpoint for x in _listed(memory_saver(), trial)] == expected

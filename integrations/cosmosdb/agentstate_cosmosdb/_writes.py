@@ -153,12 +153,12 @@ class WriteOps(MaintenanceOps):
         checkpoint_id = checkpoint["id"]
         now = yield from clock_now()
         parent_doc: Mapping[str, Any] | None = None
+        state = HeadState.missing()
         for fresh in (False, True):
             # First with the head this process last saw, then (refused: another writer moved
             # the head, or clean-up removed a document it inherits from) from what is stored.
-            state = None if fresh else self._heads.get(key)
-            if state is None:
-                state = yield from self._head_state_ops(key)
+            cached = None if fresh else self._heads.get(key)
+            state = cached if cached is not None else (yield from self._head_state_ops(key))
             parent_doc = yield from self._parent_ops(key, state, parent_id)
             if parent_id and parent_doc is None and state.absent:
                 yield from self._refuse_if_deleted_ops(pk, thread_id, ns, str(parent_id))
@@ -172,7 +172,8 @@ class WriteOps(MaintenanceOps):
             check = state.absent or (parent_doc or {}).get("kind") == KIND_VALUES
             outcome = yield from self._put_batch_ops(key, state, plan, moves_head, check)
             if outcome is None:
-                linear = bool(parent_id) and state.checkpoint_id == parent_id
+                # Built on the head (or the same put again, after a crash): not a fork.
+                linear = bool(parent_id) and state.checkpoint_id in (parent_id, checkpoint_id)
                 yield from self._after_put_ops(key, checkpoint_id, parent_id, linear)
                 return stored_config(thread_id, ns, checkpoint_id)
             self._heads.drop(key)
@@ -187,7 +188,8 @@ class WriteOps(MaintenanceOps):
         yield from _write_in_groups([Upsert(d) for d in plan.blob_docs])
         yield from write_all([Upsert(plan.cp_doc)])
         yield from self._advance_head_ops(key, plan.head_doc)
-        yield from self._after_put_ops(key, checkpoint_id, parent_id, False)
+        linear = bool(parent_id) and state.checkpoint_id in (parent_id, checkpoint_id)
+        yield from self._after_put_ops(key, checkpoint_id, parent_id, linear)
         return stored_config(thread_id, ns, checkpoint_id)
 
     def _head_state_ops(self, key: HeadKey) -> Ops[HeadState]:
