@@ -14,12 +14,15 @@ history badly fails loudly instead of passing silently.
 
 from __future__ import annotations
 
+import hashlib
+import math
 import threading
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -29,7 +32,15 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr, field_validator
 from typing_extensions import override
 
-__all__ = ["ProviderRejectedError", "ScriptedChatModel", "provider_errors", "tool_call"]
+from ..steps.relevance import terms
+
+__all__ = [
+    "HashedWordEmbeddings",
+    "ProviderRejectedError",
+    "ScriptedChatModel",
+    "provider_errors",
+    "tool_call",
+]
 
 Reply = AIMessage | str
 """One scripted answer: a message, or plain text for an ``AIMessage``."""
@@ -227,3 +238,37 @@ def _as_ai_message(reply: Reply) -> AIMessage:
         {**call, "id": call["id"] or f"call_{uuid.uuid4().hex[:16]}"} for call in reply.tool_calls
     ]
     return reply.model_copy(update={"tool_calls": calls}, deep=True)
+
+
+class HashedWordEmbeddings(Embeddings):
+    """A deterministic LangChain ``Embeddings``: each text is the counts of its words hashed
+    into ``dims`` buckets, normalised; words as ``SelectRelevant``'s BM25 reads them
+    (lowercased, English stopwords left out, a light stem, numbers kept).
+
+    Texts that share words point the same way, so similarity search works on word overlap,
+    with no model, no download and no network: for tests, demos and benchmarks of semantic
+    memory (``InMemoryStore(index={"embed": HashedWordEmbeddings(), "dims": 256})``). It
+    knows no synonyms; a real embedding model does.
+
+    Args:
+        dims: The vectors' length.
+    """
+
+    def __init__(self, dims: int = 256) -> None:
+        self.dims = dims
+
+    def _vector(self, text: str) -> list[float]:
+        vector = [0.0] * self.dims
+        for word in terms(text):
+            digest = hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8)
+            vector[int.from_bytes(digest.digest(), "big") % self.dims] += 1.0
+        norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+        return [x / norm for x in vector]
+
+    @override
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(text) for text in texts]
+
+    @override
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
