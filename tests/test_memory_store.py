@@ -508,3 +508,14 @@ def test_recall_comes_before_the_pruning_steps_and_checks_its_arguments() -> Non
         Recall(store, namespace="memories")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"Recall\.k"):
         Recall(store, namespace=USER, k=0)
+
+
+def test_messages_of_equal_text_are_stored_each_in_an_indexed_store() -> None:
+    """Two pruned messages saying the same ("Noted.") are two items even in an
+    InMemoryStore that embeds ``text`` (which refuses one batch holding both: they go in
+    two batches)."""
+    store = embedding_store()
+    memory = StoreMemory(store, namespace=USER, index=["text"])
+    same = [AIMessage("Noted.", id=f"ack{n}") for n in range(3)]
+    memory([HumanMessage("hi", id="q"), *same], "t")
+    assert sorted(i.value["message_id"] for i in _items(store)) == ["ack0", "ack1", "ack2", "q"]

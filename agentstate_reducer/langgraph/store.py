@@ -238,10 +238,12 @@ class StoreMemory:
         keys = [self.message_key(m, namespace) for m in kept]
         if self.extract is None:
             conversation = _conversation(namespace)
-            yield [
+            items = [
                 PutOp(target, key, _message_value(m, conversation), self.index)
                 for key, m in zip(keys, kept, strict=True)
             ]
+            for part in _distinct_texts(items):
+                yield part
             return
         records = (*EXTRACTED_ROOT, *target)
         found = yield [GetOp(records, key) for key in keys]
@@ -250,16 +252,40 @@ class StoreMemory:
         if not todo:
             return
         facts = yield ("extract", [m for _, m in todo])
-        batch = _digest(*(key for key, _ in todo))
-        fact_keys = [f"fact-{_digest(batch, str(n))}" for n in range(len(facts))]
-        ops: list[Op] = [
+        source = _digest(*(key for key, _ in todo))
+        fact_keys = [f"fact-{_digest(source, str(n))}" for n in range(len(facts))]
+        puts = [
             PutOp(target, key, dict(fact), self.index)
             for key, fact in zip(fact_keys, facts, strict=True)
         ]
-        # The records come after the facts in the same batch: a batch that fails before
+        batches = _distinct_texts(puts)
+        # The records come after the facts, in the last batch: a write that fails before
         # them is extracted again (the same keys), never skipped.
-        ops += [PutOp(records, key, {"facts": fact_keys}, False) for key, _ in todo]
-        yield ops
+        batches[-1] += [PutOp(records, key, {"facts": fact_keys}, False) for key, _ in todo]
+        for part in batches:
+            yield part
+
+
+def _distinct_texts(ops: Sequence[Op]) -> list[list[Op]]:
+    """``ops`` in as few batches as keep the items of each batch apart by text: LangGraph's
+    ``InMemoryStore`` embeds each distinct text of a batch once and then refuses the batch
+    ("Number of embeddings does not match number of indices") when two items share one (two
+    "Noted." answers pruned together). Order is kept within each batch."""
+    batches: list[list[Op]] = []
+    seen: list[set[str]] = []
+    for op in ops:
+        value = getattr(op, "value", None)
+        text = value.get("text") if isinstance(value, Mapping) else None
+        key = text if isinstance(text, str) else json.dumps(value, sort_keys=True, default=str)
+        for batch, texts in zip(batches, seen, strict=True):
+            if key not in texts:
+                batch.append(op)
+                texts.add(key)
+                break
+        else:
+            batches.append([op])
+            seen.append({key})
+    return batches or [[]]
 
 
 def _facts(extract: Any, answer: Any) -> list[dict[str, Any]]:

@@ -78,10 +78,11 @@ class Recall(ReductionStep):
     """Insert the memories a store holds for the newest question into the model's view.
 
     The store is searched (``store.search``, or ``store.asearch`` in ``aview``) under
-    ``namespace`` with the text of the newest human message, for ``fetch`` items; results
-    a store ranked (``score`` set: it has embeddings) are taken best first, at least
-    ``min_score`` when set; results without scores (a store without an index) are ranked by
-    BM25 against the question, those sharing no word left out. Memories the list still shows
+    ``namespace`` with the text of the newest human message, for ``fetch`` items. Results
+    a store scored (it has embeddings; at least ``min_score`` when set) are ranked by their
+    score plus their BM25 against the question scaled to at most 1; results without scores
+    (a store without an index) by BM25 alone, those sharing no word with the question left
+    out. Memories the list still shows
     (the same text) are left out too. The best ``k`` go into one
     memory block, as many as fit ``max_tokens``, after the leading system messages; an
     earlier memory block in the list is replaced. The answer of a search is remembered per
@@ -98,8 +99,8 @@ class Recall(ReductionStep):
         max_tokens: The block's room in tokens (by the reducer's counter; the estimate in
             count mode); in token mode also at most what the budget leaves beside the
             messages that are never dropped.
-        fetch: Items asked of the store per search (default ``4 * k``): more candidates for
-            the BM25 ranking of a store without embeddings.
+        fetch: Items asked of the store per search (default ``10 * k``): the candidates
+            the ranking chooses from.
         min_score: With a store that ranks, leave out memories scoring below this.
         id: The step's name.
     """
@@ -176,36 +177,43 @@ class Recall(ReductionStep):
         return []
 
     def _fetch(self) -> int:
-        return self.fetch if self.fetch is not None else 4 * self.k
+        return self.fetch if self.fetch is not None else 10 * self.k
 
     def _rank(self, query: str, items: Any) -> tuple[_Memory, ...]:
-        """The memories worth showing, best first."""
+        """The memories worth showing, best first.
+
+        Scored results (a store with embeddings) are ranked by their score plus their BM25
+        against the question, scaled to at most 1, over the fetched candidates: the
+        embedding finds the candidates (synonyms included), the words shared with the
+        question order them (an embedding alone ranks a short message sharing one common
+        word above the fact). Unscored results are ranked by BM25 alone, those sharing no
+        word left out.
+        """
         if not isinstance(items, Sequence):
             raise TypeError(f"store.search returned {items!r}; expected a list of items")
-        scored = [(getattr(item, "score", None), item) for item in items]
-        ranked: list[Any]
-        numbers = [s for s, _ in scored if isinstance(s, (int, float)) and not isinstance(s, bool)]
-        if scored and len(numbers) == len(scored):
+        texts = [item_text(item) for item in items]
+        lexical = LexicalScorer().rank(query, texts) if terms(query) else [0.0] * len(texts)
+        top = max(lexical, default=0.0) or 1.0
+        found = [getattr(item, "score", None) for item in items]
+        scores = [float(score) for score in found if _is_number(score)]  # type: ignore[arg-type]
+        ranked: list[int]
+        if found and len(scores) == len(found):
             minimum = self.min_score
-            pairs = [(float(score), item) for score, (_, item) in zip(numbers, scored, strict=True)]
-            ranked = [
-                item
-                for score, item in sorted(pairs, key=lambda pair: -pair[0])
+            combined = {
+                i: score + lexical[i] / top
+                for i, score in enumerate(scores)
                 if minimum is None or score >= minimum
-            ]
+            }
+            ranked = sorted(combined, key=lambda i: -combined[i])
         else:
-            texts = [item_text(item) for _, item in scored]
-            scores = LexicalScorer().rank(query, texts) if terms(query) else [0.0] * len(texts)
-            order = sorted(range(len(texts)), key=lambda i: -scores[i])
-            ranked = [scored[i][1] for i in order if scores[i] > 0]
+            ranked = [i for i in sorted(range(len(texts)), key=lambda i: -lexical[i]) if lexical[i]]
         out: list[_Memory] = []
         seen: set[str] = set()
-        for item in ranked:
-            text = " ".join(item_text(item).split())
-            if not text or text in seen:
-                continue
-            seen.add(text)
-            out.append(_Memory(text))
+        for i in ranked:
+            text = " ".join(texts[i].split())
+            if text and text not in seen:
+                seen.add(text)
+                out.append(_Memory(text))
         return tuple(out)
 
     def _not_in_view(self, context: StepContext, memories: Sequence[_Memory]) -> list[_Memory]:
@@ -252,6 +260,10 @@ class Recall(ReductionStep):
         while first < last and context.role(first) in (SYSTEM, "developer"):
             first += 1
         return list(range(first, last + 1))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _block_id(lines: Sequence[str]) -> str:
