@@ -519,3 +519,22 @@ def test_messages_of_equal_text_are_stored_each_in_an_indexed_store() -> None:
     same = [AIMessage("Noted.", id=f"ack{n}") for n in range(3)]
     memory([HumanMessage("hi", id="q"), *same], "t")
     assert sorted(i.value["message_id"] for i in _items(store)) == ["ack0", "ack1", "ack2", "q"]
+
+
+def test_a_store_that_fails_its_search_skips_the_block_or_raises() -> None:
+    """A search that raises: with ``on_prune_error="keep"`` (the integrations' default) the
+    model gets the view without a block and the step's report carries the error; with
+    ``"raise"`` the view raises ``StepError`` naming the store."""
+    from agentstate_reducer import StepError
+
+    class DownStore(InMemoryStore):
+        def search(self, *args: Any, **kwargs: Any) -> Any:
+            raise ConnectionError("store unreachable")
+
+    reducer = _recall_reducer(DownStore())
+    history = [*_chat(2), HumanMessage("What was my Lisbon reservation?", id="q")]
+    kept = reducer.view(history, on_prune_error="keep")
+    assert not any(is_memory(m) for m in kept.surviving)
+    assert isinstance(kept.steps[0].error, StepError)
+    with pytest.raises(StepError, match=r"DownStore\.search"):
+        reducer.view(history, on_prune_error="raise")
