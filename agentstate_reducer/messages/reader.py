@@ -1,248 +1,150 @@
-"""Uniform, read-only access to messages of any supported shape.
+"""Uniform, read-only access to messages of any supported format, and writing them back.
 
-Supported without importing any framework:
+Every accessor here takes a message of any format and asks the module of its shape
+(:func:`~.detect.reader_of`): Chat Completions dicts and LangChain's dict forms
+(:mod:`.chat`), LangChain messages (:mod:`.langchain`), duck-typed objects (:mod:`.duck`),
+Anthropic (:mod:`.anthropic`), the Responses API (:mod:`.responses`), Gemini
+(:mod:`.gemini`), Bedrock Converse (:mod:`.bedrock`) and llama-index (:mod:`.llama_index`).
+No framework is imported to read a message.
 
-* dicts with a ``role`` key (OpenAI chat format, CrewAI, most agent frameworks),
-* dicts with a ``type`` key (LangChain's dict form),
-* LangChain's serialised form from ``messages_to_dict``: ``{"type": "ai", "data": {...}}``,
-* LangChain ``BaseMessage`` objects (``HumanMessage``, ``AIMessage``, chunks, ``ChatMessage``),
-* any object with a ``type`` or ``role`` attribute (duck typing), or whose class name is a
-  known message class name (``HumanMessage``, ``AIMessage``, ...).
+:func:`read_view` is the reducer's hot path: Chat dicts and LangChain messages are read
+directly; everything else goes through :func:`general_view`, the format's own reading,
+which is the specification (a property test checks that both agree on every shape).
 
-Tool calls are read in both LangChain form (``{"id", "name", "args"}``) and OpenAI form
-(``{"id", "type": "function", "function": {"name", "arguments"}}``), and so is OpenAI's
-legacy function calling: an ai message's ``function_call`` (``{"name", "arguments"}``, at the
-top level or in ``additional_kwargs`` as LangChain keeps it), answered by a ``function``
-message that carries the function's ``name``.
+Writing (:func:`with_slots`, :func:`with_text`, :func:`with_content`) returns a new message
+of the same kind and format; the original is never changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
 
-HUMAN = "human"
-AI = "ai"
-SYSTEM = "system"
-TOOL = "tool"
-FUNCTION = "function"
-
-#: Role names as they appear in the wild, mapped to the role the reducer reasons about.
-ROLE_ALIASES: Mapping[str, str] = {
-    "human": HUMAN,
-    "user": HUMAN,
-    "ai": AI,
-    "assistant": AI,
-    "agent": AI,
-    "system": SYSTEM,
-    "tool": TOOL,
-    "function": FUNCTION,
-    # LangChain's streaming chunk classes report their class name as ``type``.
-    "humanmessagechunk": HUMAN,
-    "aimessagechunk": AI,
-    "systemmessagechunk": SYSTEM,
-    "toolmessagechunk": TOOL,
-    "functionmessagechunk": FUNCTION,
-}
-
-_CLASS_NAME_ROLES: Mapping[str, str] = {
-    "humanmessage": HUMAN,
-    "aimessage": AI,
-    "agentmessage": AI,
-    "systemmessage": SYSTEM,
-    "toolmessage": TOOL,
-    "functionmessage": FUNCTION,
-    "humanmessagechunk": HUMAN,
-    "aimessagechunk": AI,
-    "systemmessagechunk": SYSTEM,
-    "toolmessagechunk": TOOL,
-    "functionmessagechunk": FUNCTION,
-}
-
-_EXPECTED = (
-    "expected a message: a dict with a 'role' or 'type' key, or an object with a "
-    "'type' or 'role' attribute (such as a LangChain message)"
+from . import chat
+from .base import (
+    AI,
+    CHAT,
+    COMBINED_RESULT,
+    FUNCTION,
+    FUNCTION_CALL_KEY_PREFIX,
+    HUMAN,
+    PLAIN,
+    ROLE_ALIASES,
+    SUMMARY_HEADER,
+    SUMMARY_SOURCE,
+    SYSTEM,
+    TOOL,
+    MessageFormat,
+    MessageView,
+    Parts,
+    Slot,
+    function_call_key,
 )
+from .blocks import CALL_BLOCKS, RESULT_BLOCKS
+from .chat import ChatFormat, is_serialized, normalise
+from .detect import reader_of
+from .responses import ITEM_TYPES
+
+__all__ = [
+    "AI",
+    "FUNCTION",
+    "FUNCTION_CALL_KEY_PREFIX",
+    "HUMAN",
+    "ROLE_ALIASES",
+    "SUMMARY_HEADER",
+    "SUMMARY_SOURCE",
+    "SYSTEM",
+    "TOOL",
+    "MessageView",
+    "function_call_key",
+    "is_serialized",
+]
+
+_PLAIN_ROLES = frozenset({HUMAN, AI, SYSTEM, "developer"})
 
 
-class MessageView(NamedTuple):
-    """What the pruning plan needs to know about one message."""
-
-    role: str
-    """Normalised role: ``human``, ``ai``, ``system``, ``tool``, ``function`` or, for
-    unknown roles, the lowercased original."""
-    id: str | None
-    call_ids: tuple[str, ...]
-    """Ids of the tool calls an ai message makes, then the :func:`function_call_key` of its
-    legacy ``function_call`` if it has one (empty for other roles)."""
-    result_for: str | None
-    """For a tool message, the id of the tool call it answers; for a function message, the
-    :func:`function_call_key` of the function it answers."""
-    summary: bool = False
-    """Whether the message is a summary block (see :func:`is_summary`)."""
-
-
-#: The ``lc_source`` of summary messages: LangChain's marker for a message the agent
-#: harness added (``add_notification_metadata``), which its summarization middleware uses.
-SUMMARY_SOURCE = "summarization"
-
-#: The first line of the default summary text. Plain role dicts (OpenAI format) carry no
-#: metadata a provider would accept, so a summary among them is recognised by this header.
-SUMMARY_HEADER = "Summary of the earlier conversation:\n"
-
-
-#: How a legacy function call's link key starts (see :func:`function_call_key`).
-FUNCTION_CALL_KEY_PREFIX = "function_call:"
-
-
-def function_call_key(name: str) -> str:
-    """The key that links a legacy ``function_call`` of function ``name`` to its result.
-
-    Legacy calls have no id: the protocol is one call, answered by the next ``function``
-    message of the same name. So the call and its result share this key (in
-    :attr:`MessageView.call_ids` and :attr:`MessageView.result_for`), and the planner pairs
-    a result with the newest unanswered call of that name.
-    """
-    return FUNCTION_CALL_KEY_PREFIX + name
-
-
-def is_serialized(msg: Mapping[str, Any]) -> bool:
-    """Whether a dict is LangChain's ``messages_to_dict`` form (``{"type", "data"}``)."""
-    data = msg.get("data")
-    return (
-        data is not None
-        and isinstance(data, (dict, Mapping))
-        and "content" not in msg
-        and "role" not in msg
-    )
-
-
-def _is_mapping(msg: Any) -> bool:
-    # dict first: isinstance against the Mapping ABC is slow for everything else.
-    return isinstance(msg, dict) or (not hasattr(msg, "type") and isinstance(msg, Mapping))
-
-
-def _fields(msg: Any) -> Mapping[str, Any] | None:
-    """The mapping that holds a dict message's fields, or None for objects."""
-    if _is_mapping(msg):
-        if is_serialized(msg):
-            data: Mapping[str, Any] = msg["data"]
-            return data
-        return msg  # type: ignore[no-any-return]
-    return None
-
-
-def _normalise(raw: str) -> str:
-    lowered = raw.lower()
-    return ROLE_ALIASES.get(lowered, lowered)
+def _chat(fmt: MessageFormat) -> bool:
+    return isinstance(fmt, ChatFormat)
 
 
 def raw_role_of(msg: Any) -> str | None:
-    """The role or type string exactly as the message spells it, or None if it has none."""
-    if _is_mapping(msg):
-        if is_serialized(msg):
-            raw = msg.get("type")
-            if raw == "chat":
-                return _str_or_none(msg["data"].get("role")) or "chat"
-            return _str_or_none(raw)
-        role = msg.get("role")
-        if role is not None:
-            return _str_or_none(role)
-        raw = msg.get("type")
-        return _str_or_none(raw)
-    kind = getattr(msg, "type", None)
-    if isinstance(kind, str):
-        if kind == "chat":
-            role = getattr(msg, "role", None)
-            return role if isinstance(role, str) else kind
-        return kind
-    role = getattr(msg, "role", None)
-    if isinstance(role, str):
-        return role
-    return None
+    """The role or type string exactly as the message spells it (for a Responses API item
+    without a role, its ``type``), or None if it has none."""
+    fmt = _reader(msg)
+    if fmt is None or _chat(fmt):
+        return chat.raw_role(msg)
+    try:
+        return fmt.parse(msg).raw_role
+    except TypeError:
+        return None
 
 
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+def _reader(msg: Any) -> MessageFormat | None:
+    try:
+        return reader_of(msg)
+    except TypeError:
+        return None
 
 
 def role_of(msg: Any) -> str:
-    """The normalised role of ``msg``.
+    """The normalised role of ``msg``: ``human``, ``ai`` (Gemini's ``model`` too),
+    ``system``, ``tool``, ``function``, or an unknown role lowercased.
 
     Raises:
         TypeError: ``msg`` is not a message.
     """
-    raw = raw_role_of(msg)
-    if raw is not None:
-        return _normalise(raw)
-    if not _is_mapping(msg):
-        by_class = _CLASS_NAME_ROLES.get(type(msg).__name__.lower())
-        if by_class is not None:
-            return by_class
-    raise TypeError(f"{_describe(msg)}: {_EXPECTED}")
+    fmt = reader_of(msg)
+    if isinstance(fmt, ChatFormat):
+        return fmt.role(msg)
+    return fmt.parse(msg).role
 
 
 def id_of(msg: Any) -> str | None:
     """The message's id, or None when it has none."""
-    fields = _fields(msg)
-    value = fields.get("id") if fields is not None else getattr(msg, "id", None)
-    return value if isinstance(value, str) and value else None
+    fmt = _reader(msg)
+    if fmt is None or _chat(fmt):
+        return chat.message_id(msg)
+    try:
+        return fmt.parse(msg).id
+    except TypeError:
+        return None
 
 
 def content_of(msg: Any) -> Any:
-    """The message's content (a string, a list of content blocks, or None)."""
-    fields = _fields(msg)
-    if fields is not None:
-        return fields.get("content")
-    return getattr(msg, "content", None)
+    """The message's content as its format holds it: a string or a list of blocks (Gemini:
+    its ``parts``; llama-index: its ``blocks``; a Responses API output item: its
+    ``output``), or None."""
+    fmt = _reader(msg)
+    if fmt is None or _chat(fmt):
+        return chat.content(msg)
+    try:
+        parsed = fmt.parse(msg)
+    except TypeError:
+        return None
+    if parsed.content is None and parsed.role == TOOL:
+        for slot in parsed.slots:
+            if slot.kind == "result" and len(slot.path) == 1:
+                return _get(msg, slot.path[0])
+    return parsed.content
+
+
+def _get(msg: Any, key: str) -> Any:
+    return msg.get(key) if isinstance(msg, Mapping) else getattr(msg, key, None)
 
 
 def tool_calls_of(msg: Any) -> list[Any]:
-    """The raw tool-call entries of an ai message, in whatever form the message holds."""
-    calls = _own_or_extra(msg, "tool_calls", getattr)
-    return list(calls) if calls else []
-
-
-def _own_or_extra(msg: Any, name: str, attribute: Callable[[Any, str, Any], Any]) -> Any:
-    """The message's own ``name`` field (``attribute(msg, name, None)`` for an object),
-    else the same key of its ``additional_kwargs``, where LangChain keeps what a provider
-    sent beside the standard fields; None when neither has a value."""
-    fields = _fields(msg)
-    if fields is not None:
-        value = fields.get(name)
-        extra = None if value else fields.get("additional_kwargs")
-    else:
-        value = attribute(msg, name, None)
-        extra = None if value else getattr(msg, "additional_kwargs", None)
-    if not value and isinstance(extra, Mapping):
-        value = extra.get(name)
-    return value or None
-
-
-#: Per message class: True when an instance can hold ``function_call`` only as a pydantic
-#: extra field (the class is a pydantic model that neither declares nor defines it).
-_FUNCTION_CALL_ONLY_EXTRA: dict[type, bool] = {}
-
-
-def _function_call_attribute(msg: Any, name: str = "function_call", default: Any = None) -> Any:
-    """``msg.function_call``, or None. On a pydantic message without such a field (every
-    LangChain message) a missing attribute costs a raised and caught AttributeError inside
-    pydantic, several times the rest of reading the message, so only its extra fields are
-    looked at there."""
-    cls = type(msg)
-    only_extra = _FUNCTION_CALL_ONLY_EXTRA.get(cls)
-    if only_extra is None:
-        fields = getattr(cls, "__pydantic_fields__", None)
-        only_extra = (
-            isinstance(fields, dict)
-            and "function_call" not in fields
-            and not any("function_call" in vars(base) for base in cls.__mro__)
-        )
-        _FUNCTION_CALL_ONLY_EXTRA[cls] = only_extra
-    if only_extra:
-        extra = getattr(msg, "__pydantic_extra__", None)
-        return extra.get(name, default) if isinstance(extra, dict) else default
-    return getattr(msg, name, default)
+    """The raw tool-call entries of an ai message, in whatever form the message holds
+    (Chat: its ``tool_calls``; Anthropic ``tool_use`` blocks, Gemini function calls,
+    Bedrock ``toolUse``, a Responses call item itself, llama-index calls)."""
+    fmt = _reader(msg)
+    if fmt is None or _chat(fmt):
+        return chat.tool_calls(msg)
+    try:
+        return [raw for _, _, _, raw in fmt.parse(msg).calls]
+    except TypeError:
+        return []
 
 
 def function_call_of(msg: Any) -> Any:
@@ -250,89 +152,184 @@ def function_call_of(msg: Any) -> Any:
     with those attributes), in whatever form it holds, or None when it has none.
 
     Read from the message itself first, then from its ``additional_kwargs`` (where LangChain
-    keeps it), as :func:`tool_calls_of` reads tool calls.
+    keeps it), as :func:`tool_calls_of` reads tool calls. Chat family only.
     """
-    return _own_or_extra(msg, "function_call", _function_call_attribute)
+    fmt = _reader(msg)
+    if fmt is None or _chat(fmt):
+        return chat.function_call(msg)
+    return None
 
 
 def function_call_name_of(msg: Any) -> str | None:
     """The name of the function an ai message calls with a legacy ``function_call``, or
     None when it makes no such call (or the call has no name, which nothing can answer)."""
-    call = function_call_of(msg)
-    if call is None:
-        return None
-    name = call.get("name") if isinstance(call, Mapping) else getattr(call, "name", None)
-    return name if isinstance(name, str) and name else None
+    fmt = _reader(msg)
+    if fmt is None or _chat(fmt):
+        return chat.function_call_name(msg)
+    return None
 
 
 def function_name_of(msg: Any) -> str | None:
     """For a ``function`` message (a legacy function result), the name of the function it
-    answers; None when it has no name. Read for any message, so only meaningful for that role
-    (LangChain gives every message an optional ``name``)."""
-    fields = _fields(msg)
-    value = fields.get("name") if fields is not None else getattr(msg, "name", None)
-    return value if isinstance(value, str) and value else None
-
-
-def _call_id(call: Any) -> str | None:
-    value = call.get("id") if isinstance(call, Mapping) else getattr(call, "id", None)
-    return value if isinstance(value, str) and value else None
+    answers; None when it has no name. Read for any Chat-family message, so only
+    meaningful for that role (LangChain gives every message an optional ``name``)."""
+    fmt = _reader(msg)
+    if fmt is None or _chat(fmt):
+        return chat.function_name(msg)
+    return None
 
 
 def tool_call_ids_of(msg: Any) -> tuple[str, ...]:
-    """Ids of the tool calls an ai message makes (calls without an id are skipped)."""
-    ids = []
-    for call in tool_calls_of(msg):
-        call_id = _call_id(call)
-        if call_id is not None:
-            ids.append(call_id)
-    return tuple(ids)
+    """Ids of the tool calls an ai message makes (calls without an id are skipped),
+    whichever way its format holds them (a LangChain message's content blocks too)."""
+    fmt = _reader(msg)
+    if fmt is None or _chat(fmt):
+        ids = chat.tool_call_ids(msg)
+        found = chat.content(msg)
+        if isinstance(found, list):
+            ids += tuple(chat.block_calls(found, ids))
+        return ids
+    try:
+        calls = fmt.parse(msg).calls
+    except TypeError:
+        return ()
+    out: list[str] = []
+    for call_id, _, _, _ in calls:
+        if call_id and call_id not in out:
+            out.append(call_id)
+    return tuple(out)
 
 
 def tool_call_id_of(msg: Any) -> str | None:
-    """For a tool result, the id of the call it answers."""
-    fields = _fields(msg)
-    value = fields.get("tool_call_id") if fields is not None else getattr(msg, "tool_call_id", None)
-    return value if isinstance(value, str) and value else None
+    """For a tool result, the id of the call it answers (the first, for a message that
+    holds several results; see :func:`tool_result_ids_of`)."""
+    ids = tool_result_ids_of(msg)
+    return ids[0] if ids else None
+
+
+def tool_result_ids_of(msg: Any) -> tuple[str, ...]:
+    """The ids of every call a message answers: a Chat tool message's ``tool_call_id``;
+    the ``tool_use_id`` of each ``tool_result`` block of an Anthropic (or LangChain) user
+    message; Bedrock's ``toolUseId``; Gemini response ids; a Responses output's
+    ``call_id``."""
+    fmt = _reader(msg)
+    if fmt is None or _chat(fmt):
+        single = chat.tool_call_id(msg)
+        if single is not None:
+            return (single,)
+        found = chat.content(msg)
+        if isinstance(found, list):
+            return chat.block_results(found)[0]
+        return ()
+    try:
+        results = fmt.parse(msg).results
+    except TypeError:
+        return ()
+    return tuple(key for key, _ in results if not key.startswith(FUNCTION_CALL_KEY_PREFIX))
 
 
 def tool_call_parts(call: Any) -> tuple[str, str]:
-    """``(name, arguments-as-text)`` of one tool call, in LangChain or OpenAI form."""
-    if isinstance(call, Mapping):
-        function = call.get("function")
-        if isinstance(function, Mapping):
-            return str(function.get("name") or ""), _as_text(function.get("arguments"))
-        return str(call.get("name") or ""), _as_text(call.get("args"))
-    return str(getattr(call, "name", "") or ""), _as_text(getattr(call, "args", None))
+    """``(name, arguments-as-text)`` of one tool-call entry: LangChain (``name``, ``args``),
+    OpenAI (``function.name``, ``function.arguments``), Anthropic ``tool_use`` and Bedrock
+    ``toolUse`` (``name``, ``input``), Gemini (``name``, ``args``), a Responses call item
+    (``name``, ``arguments``)."""
+    from .base import as_text, get
 
-
-def _function_call_parts(call: Any) -> tuple[str, str]:
-    if isinstance(call, Mapping):
-        return str(call.get("name") or ""), _as_text(call.get("arguments"))
-    return str(getattr(call, "name", "") or ""), _as_text(getattr(call, "arguments", None))
+    function = get(call, "function")
+    if function is not None and not isinstance(function, str):
+        return str(get(function, "name") or ""), as_text(get(function, "arguments"))
+    for key in ("args", "input", "arguments", "tool_kwargs"):
+        value = get(call, key)
+        if value is not None:
+            name = get(call, "name", get(call, "tool_name"))
+            return str(name or ""), as_text(value)
+    name = get(call, "name", get(call, "tool_name"))
+    return str(name or ""), ""
 
 
 def call_parts_of(msg: Any) -> list[tuple[str, str]]:
-    """``(name, arguments-as-text)`` of every call an ai message makes: its tool calls (as
-    :func:`tool_call_parts` reads them), then its legacy ``function_call``."""
-    parts = [tool_call_parts(call) for call in tool_calls_of(msg)]
-    function_call = function_call_of(msg)
-    if function_call is not None:
-        parts.append(_function_call_parts(function_call))
+    """``(name, arguments-as-text)`` of every call an ai message makes, as counted: its tool
+    calls, its legacy ``function_call``, and calls held only as content blocks."""
+    fmt = _reader(msg)
+    if fmt is None or _chat(fmt):
+        parts = [chat.tool_call_parts(call) for call in chat.tool_calls(msg)]
+        legacy = chat.function_call(msg)
+        if legacy is not None:
+            parts.append(chat.function_call_parts(legacy))
+        found = chat.content(msg)
+        if isinstance(found, list):
+            known = chat.tool_call_ids(msg)
+            for block in found:
+                if isinstance(block, Mapping):
+                    keys = CALL_BLOCKS.get(block.get("type"))  # type: ignore[arg-type]
+                    if keys is not None and block.get(keys[0]) not in known:
+                        parts.append(tool_call_parts(block))
+        return parts
+    try:
+        return [(name, arguments) for _, name, arguments, _ in fmt.parse(msg).calls]
+    except TypeError:
+        return []
+
+
+def parts_of(msg: Any) -> Parts:
+    """What counts towards ``msg``'s tokens (text, reasoning, results, calls, images),
+    each part once, in any format.
+
+    Raises:
+        TypeError: ``msg`` is not a message.
+    """
+    parsed = reader_of(msg).parse(msg)
+    parts = parsed.parts()
+    if parsed.role != AI:
+        parts.calls.clear()
     return parts
 
 
-def _as_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    import json
+def slots_of(msg: Any) -> list[Slot]:
+    """The texts of ``msg`` a step may rewrite, in message order: what it says
+    (``"text"``), each tool result it holds (``"result"``), reasoning (``"reasoning"``).
 
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        return str(value)
+    Raises:
+        TypeError: ``msg`` is not a message.
+    """
+    return reader_of(msg).parse(msg).slots
+
+
+def with_slots(msg: Any, changes: Mapping[tuple[Any, ...], str | None]) -> Any:
+    """A copy of ``msg`` with the slots at ``changes``' paths (from :func:`slots_of`) set to
+    new texts (None removes a text block), in the message's own shape and kind.
+
+    Raises:
+        TypeError: ``msg`` cannot be copied with new content.
+    """
+    if not changes:
+        return msg
+    return reader_of(msg).rewrite(msg, changes)
+
+
+def with_text(msg: Any, text: str) -> Any:
+    """A copy of ``msg`` saying ``text`` instead, in its own shape: the text goes into its
+    first result (the others, if it holds several, say :data:`~.base.COMBINED_RESULT`), or
+    else into its first text (other text blocks removed); calls, images and ids stay.
+
+    Raises:
+        TypeError: ``msg`` cannot be copied with new content.
+    """
+    slots = slots_of(msg)
+    results = [slot for slot in slots if slot.kind == "result"]
+    changes: dict[tuple[Any, ...], str | None] = {}
+    if results:
+        changes[results[0].path] = text
+        for slot in results[1:]:
+            changes[slot.path] = COMBINED_RESULT
+    else:
+        texts = [slot for slot in slots if slot.kind == "text"]
+        if not texts:
+            return with_content(msg, text)
+        changes[texts[0].path] = text
+        for slot in texts[1:]:
+            changes[slot.path] = None
+    return with_slots(msg, changes)
 
 
 def source_of(msg: Any) -> str | None:
@@ -342,73 +339,67 @@ def source_of(msg: Any) -> str | None:
     and LangChain's serialised form; a dict may also carry it as a top-level ``lc_source``
     key (which LangChain's ``convert_to_messages`` turns into ``additional_kwargs``).
     """
-    if _is_mapping(msg):
-        top = msg.get("lc_source")
-        if isinstance(top, str):
-            return top
-        fields = _fields(msg)
-        extra = fields.get("additional_kwargs") if fields is not None else None
-    else:
-        extra = getattr(msg, "additional_kwargs", None)
-    source = extra.get("lc_source") if isinstance(extra, Mapping) else None
-    return source if isinstance(source, str) else None
+    fmt = _reader(msg)
+    if fmt is None or _chat(fmt):
+        return chat.source(msg)
+    return None
 
 
 def is_summary(msg: Any) -> bool:
     """Whether ``msg`` is a summary block the reducer (or LangChain's summarization
     middleware) put in the list.
 
-    Marked by ``lc_source == "summarization"`` (:func:`source_of`); a dict without that
-    marker whose content starts with :data:`SUMMARY_HEADER` counts too, since plain
-    OpenAI-format dicts cannot carry metadata.
+    Marked by ``lc_source == "summarization"`` (:func:`source_of`); a message whose text
+    starts with :data:`SUMMARY_HEADER` counts too where the format has no metadata slot a
+    provider accepts (plain OpenAI dicts, Anthropic, Responses, Gemini, Bedrock,
+    llama-index).
     """
-    if source_of(msg) == SUMMARY_SOURCE:
-        return True
-    if not _is_mapping(msg):
+    fmt = _reader(msg)
+    if fmt is None or _chat(fmt):
+        return chat.is_summary(msg)
+    try:
+        return fmt.parse(msg).summary
+    except TypeError:
         return False
-    content = content_of(msg)
-    return isinstance(content, str) and content.startswith(SUMMARY_HEADER)
-
-
-def _summary_fast(msg: Any, fields: Mapping[str, Any] | None) -> bool:
-    """:func:`is_summary` for the shapes :func:`read_view` reads directly (a string or
-    absent top-level ``lc_source``, a dict or absent ``additional_kwargs``)."""
-    if fields is None:  # an object with a string type, such as a LangChain message
-        extra = getattr(msg, "additional_kwargs", None)
-        return type(extra) is dict and extra.get("lc_source") == SUMMARY_SOURCE
-    top = msg.get("lc_source")
-    if top is not None:
-        if top == SUMMARY_SOURCE:
-            return True
-    else:
-        extra = fields.get("additional_kwargs")
-        if extra and extra.get("lc_source") == SUMMARY_SOURCE:
-            return True
-    content = fields.get("content")
-    return isinstance(content, str) and content.startswith(SUMMARY_HEADER)
 
 
 def fingerprint(msg: Any) -> str:
     """A digest of what a message says: role, id, content, tool calls (a legacy
-    ``function_call`` included) and the call it answers. Equal for equal messages of any
-    shape, different when any of those differ (an edited message, the same id in another
-    conversation)."""
-    import hashlib
-    import json
-
+    ``function_call`` included) and the call it answers, and for formats whose content is
+    elsewhere (Gemini parts, Responses items) that content. Equal for equal messages of
+    the Chat family in any of its shapes, different when any of those differ (an edited
+    message, the same id in another conversation)."""
+    fmt = reader_of(msg)
     role = role_of(msg)
-    calls = [(_call_id(call), *tool_call_parts(call)) for call in tool_calls_of(msg)]
-    # Only legacy messages gain a part, so every other message keeps the digest it had.
-    function_call = function_call_of(msg)
-    if function_call is not None:
-        calls.append((None, *_function_call_parts(function_call)))
-    answered = tool_call_id_of(msg)
-    if role == FUNCTION:
-        name = function_name_of(msg)
-        answered = None if name is None else function_call_key(name)
-    parts = [role, id_of(msg), content_of(msg), calls, answered]
-    text = json.dumps(parts, ensure_ascii=False, separators=(",", ":"), default=repr)
+    if _chat(fmt):
+        calls = [(chat.call_id(call), *chat.tool_call_parts(call)) for call in chat.tool_calls(msg)]
+        # Only legacy messages gain a part, so every other message keeps the digest it had.
+        legacy = chat.function_call(msg)
+        if legacy is not None:
+            calls.append((None, *chat.function_call_parts(legacy)))
+        answered = chat.tool_call_id(msg)
+        if role == FUNCTION:
+            name = chat.function_name(msg)
+            answered = None if name is None else function_call_key(name)
+        parts: list[Any] = [role, chat.message_id(msg), chat.content(msg), calls, answered]
+    else:
+        parsed = fmt.parse(msg)
+        calls = [(call_id, name, arguments) for call_id, name, arguments, _ in parsed.calls]
+        payload = fmt.fingerprint_payload(msg)
+        content = parsed.content
+        parts = [fmt.name, role, parsed.id, content, calls, parsed.results, payload]
+    text = json.dumps(parts, ensure_ascii=False, separators=(",", ":"), default=_repr)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def _repr(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump(exclude_none=True, mode="json")
+        except Exception:  # pragma: no cover - an odd SDK object: its repr
+            return repr(value)
+    return repr(value)
 
 
 def view_of(msg: Any, where: str) -> MessageView:
@@ -430,18 +421,19 @@ def view_of(msg: Any, where: str) -> MessageView:
 def read_view(msg: Any) -> MessageView:
     """:func:`view_of` without the position: the reducer's hot path.
 
-    A fast path of :func:`general_view` (which is built from the public accessors and is
-    the specification): plain dicts and objects with a string ``type`` (LangChain
-    messages) whose fields have their usual exact types are read directly; anything else
-    (a non-dict ``data`` mapping, an explicit ``role: None``, a ``str`` subclass, a tuple of
-    tool calls, ...) goes through :func:`general_view`. A property test checks that both
-    give the same view for every shape.
+    A fast path of :func:`general_view`: Chat dicts (text content) and LangChain messages
+    (objects with a string ``type``) whose fields have their usual exact types are read
+    directly; anything else (another format, a role dict with content blocks, a non-dict
+    ``data`` mapping, an explicit ``role: None``, a ``str`` subclass, a tuple of tool
+    calls, ...) goes through :func:`general_view`. A property test checks that both give
+    the same view for every shape.
 
     Raises:
         TypeError: ``msg`` is not a message.
     """
+    role_keyed = False
     if type(msg) is dict:
-        fields: Mapping[str, Any] | None = msg
+        fields: Any = msg
         raw = msg.get("role")
         if raw is None:
             if "role" in msg:
@@ -454,24 +446,40 @@ def read_view(msg: Any) -> MessageView:
                 fields = data
                 if raw == "chat":
                     raw = data.get("role") or raw
+        else:
+            role_keyed = True
         if type(raw) is not str:
             return general_view(msg)
+        found = fields.get("content")
+        if found is None:
+            if "parts" in msg and "content" not in msg:
+                return general_view(msg)  # Gemini
+        elif type(found) is not str and (role_keyed or type(found) is not list):
+            return general_view(msg)  # a role dict's content blocks tell its format
     else:
         raw = getattr(msg, "type", None)
         if type(raw) is not str or raw == "chat":
             return general_view(msg)
         fields = None
+        found = None  # read below where it matters (call and result blocks)
     role = ROLE_ALIASES.get(raw)
     if role is None:
-        role = _normalise(raw)
-    found = fields.get("id") if fields is not None else getattr(msg, "id", None)
-    if found is not None and type(found) is not str:
+        if raw in ITEM_TYPES:
+            return general_view(msg)  # a Responses API item
+        role = normalise(raw)
+    ident = fields.get("id") if fields is not None else getattr(msg, "id", None)
+    if ident is not None and type(ident) is not str:
         return general_view(msg)
-    message_id = found or None
+    message_id = ident or None
     if fields is None:
         extra = getattr(msg, "additional_kwargs", None)
         if extra is not None and type(extra) is not dict:
             return general_view(msg)
+        summary = type(extra) is dict and extra.get("lc_source") == SUMMARY_SOURCE
+        if role is AI or role is HUMAN:
+            found = getattr(msg, "content", None)
+            if found is not None and type(found) is not str and type(found) is not list:
+                return general_view(msg)
     else:
         extra = fields.get("additional_kwargs")
         top = msg.get("lc_source")
@@ -479,10 +487,16 @@ def read_view(msg: Any) -> MessageView:
             top is not None and type(top) is not str
         ):
             return general_view(msg)
-    if role == AI:
+        if top is not None:
+            summary = top == SUMMARY_SOURCE
+        else:
+            summary = extra is not None and extra.get("lc_source") == SUMMARY_SOURCE
+        if not summary:
+            summary = type(found) is str and found.startswith(SUMMARY_HEADER)
+    if role is AI:
         calls = fields.get("tool_calls") if fields is not None else getattr(msg, "tool_calls", None)
         if not calls:  # also looks in additional_kwargs
-            ids = tool_call_ids_of(msg)
+            ids = chat.tool_call_ids(msg)
         elif type(calls) is not list:
             return general_view(msg)
         else:
@@ -496,8 +510,12 @@ def read_view(msg: Any) -> MessageView:
                 if call_id:
                     found_ids.append(call_id)
             ids = tuple(found_ids)
+        if type(found) is list:
+            for block in found:
+                if type(block) is dict and block.get("type") in CALL_BLOCKS:
+                    return general_view(msg)
         function_call = (
-            fields.get("function_call") if fields is not None else _function_call_attribute(msg)
+            fields.get("function_call") if fields is not None else chat.function_call_attribute(msg)
         )
         if not function_call and extra:  # extra is a dict here
             function_call = extra.get("function_call")
@@ -509,86 +527,68 @@ def read_view(msg: Any) -> MessageView:
                 return general_view(msg)
             if name:
                 ids += (function_call_key(name),)
-        return MessageView(role, message_id, ids, None, _summary_fast(msg, fields))
-    if role == FUNCTION:
-        name = fields.get("name") if fields is not None else getattr(msg, "name", None)
-        if name is not None and type(name) is not str:
-            return general_view(msg)
-        answered = function_call_key(name) if name else None
-        return MessageView(role, message_id, (), answered, _summary_fast(msg, fields))
-    if role == TOOL:
+        mask = PLAIN if role_keyed and not ids and not function_call else CHAT
+        return _new(MessageView, (role, message_id, ids, None, summary, (), mask, 0))
+    if role is TOOL:
         answered = (
             fields.get("tool_call_id") if fields is not None else getattr(msg, "tool_call_id", None)
         )
         if answered is not None and type(answered) is not str:
             return general_view(msg)
-        return MessageView(role, message_id, (), answered or None, _summary_fast(msg, fields))
-    return MessageView(role, message_id, (), None, _summary_fast(msg, fields))
+        answered = answered or None
+        answers = (answered,) if answered else ()
+        return _new(MessageView, (role, message_id, (), answered, summary, answers, CHAT, 0))
+    if role is FUNCTION:
+        name = fields.get("name") if fields is not None else getattr(msg, "name", None)
+        if name is not None and type(name) is not str:
+            return general_view(msg)
+        answered = function_call_key(name) if name else None
+        results = (answered,) if answered else ()
+        return _new(MessageView, (role, message_id, (), answered, summary, results, CHAT, 0))
+    if role is HUMAN and type(found) is list:
+        for block in found:
+            if type(block) is dict and block.get("type") in RESULT_BLOCKS:
+                return general_view(msg)
+    mask = PLAIN if role_keyed and role in _PLAIN_ROLES else CHAT
+    return _new(MessageView, (role, message_id, (), None, summary, (), mask, 0))
+
+
+#: ``tuple.__new__``: builds a view without the Python frame of ``MessageView.__new__``.
+_new = tuple.__new__
 
 
 def general_view(msg: Any) -> MessageView:
-    """The view of ``msg`` read through the public accessors (:func:`role_of`,
-    :func:`id_of`, :func:`tool_call_ids_of`, :func:`function_call_name_of`,
-    :func:`tool_call_id_of`, :func:`function_name_of`): the specification :func:`read_view`
-    is a fast path of.
+    """The view of ``msg`` as the module of its format reads it: the specification
+    :func:`read_view` is a fast path of.
 
     Raises:
         TypeError: ``msg`` is not a message.
     """
-    role = role_of(msg)
-    message_id = id_of(msg)
-    summary = is_summary(msg)
-    if role == AI:
-        ids = tool_call_ids_of(msg)
-        name = function_call_name_of(msg)
-        if name is not None:
-            ids += (function_call_key(name),)
-        return MessageView(role, message_id, ids, None, summary)
-    if role == FUNCTION:
-        name = function_name_of(msg)
-        answered = None if name is None else function_call_key(name)
-        return MessageView(role, message_id, (), answered, summary)
-    if role == TOOL:
-        return MessageView(role, message_id, (), tool_call_id_of(msg), summary)
-    return MessageView(role, message_id, (), None, summary)
-
-
-def _describe(msg: Any) -> str:
-    if msg is None:
-        return "got None"
-    if isinstance(msg, Mapping):
-        keys = ", ".join(repr(k) for k in list(msg)[:6])
-        return f"got a dict without a string 'role' or 'type' (keys: {keys or 'none'})"
-    return f"got {type(msg).__name__} {_short_repr(msg)}"
-
-
-def _short_repr(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return reader_of(msg).view(msg)
 
 
 def with_content(msg: Any, content: Any) -> Any:
-    """A copy of ``msg`` with new content; same kind of message, same id.
+    """A copy of ``msg`` with new content (see :func:`content_of`); same kind of message,
+    same id.
 
     Raises:
         TypeError: ``msg`` is an object that can be neither ``model_copy``-ed nor copied
-            and given a new ``content`` attribute.
+            and given new content.
     """
-    if _is_mapping(msg):
-        if is_serialized(msg):
-            return {**msg, "data": {**msg["data"], "content": content}}
-        return {**msg, "content": content}
-    model_copy = getattr(msg, "model_copy", None)
-    if callable(model_copy):
-        return model_copy(update={"content": content})
-    import copy
+    fmt = reader_of(msg)
+    if _chat(fmt):
+        return chat.with_content(msg, content)
+    from .blocks import set_field
 
-    clone = copy.copy(msg)
-    try:
-        clone.content = content
-    except (AttributeError, TypeError) as exc:
-        raise TypeError(
-            f"cannot give a {type(msg).__name__} new content ({exc}); steps that rewrite "
-            "messages need dicts, LangChain messages or objects with a settable content"
-        ) from None
-    return clone
+    name = fmt.name
+    if name == "gemini":
+        key = "parts"
+    elif name == "llama_index":
+        if isinstance(content, str):
+            return fmt.rewrite(msg, {("blocks",): content})
+        key = "blocks"
+    elif name == "responses" and fmt.parse(msg).role == TOOL:
+        key = next(s.path[0] for s in fmt.parse(msg).slots if s.kind == "result")
+    else:
+        key = "content"
+    return set_field(msg, key, content)
