@@ -112,6 +112,14 @@ class ReducerConfig:
             ``[Summarize()]`` when ``summarize_fn`` is set.
         mode: ``"reduce"`` (default), or ``"validate"``: change nothing and report
             problems on ``ReducerResult.problems``.
+        format: The lists' wire format, when it should not be told from each list (see
+            :mod:`agentstate_reducer.messages.detect`): ``"chat"`` (Chat Completions and
+            LangChain, also ``"langchain"`` and ``"duck"``), ``"anthropic"``,
+            ``"responses"``, ``"gemini"``, ``"bedrock"`` or ``"llama_index"``. None (the
+            default) recognises each list's format from its messages; a list of plain text
+            messages, which read the same in several formats, is read as Chat: name the
+            format to have its rules kept there (Anthropic's alternating roles, say). Every
+            message must fit the format named (else ``TypeError``).
 
     Raises:
         TypeError: A field has the wrong type (a hook or counter that is not callable, a
@@ -143,6 +151,7 @@ class ReducerConfig:
     keep_groups: int = 0
     policy: Sequence[ReductionStep] | None = None
     mode: Mode = "reduce"
+    format: str | None = None
 
     def __post_init__(self) -> None:
         check_int("min_messages", self.min_messages, minimum=0)
@@ -227,6 +236,9 @@ class ReducerConfig:
                 )
         check_int("keep_groups", self.keep_groups, minimum=0)
         check_choice("mode", self.mode, ("reduce", "validate"))
+        from .messages import FORMATS
+
+        check_choice("format", self.format, tuple(FORMATS), allow_none=True)
         from .policy import check_policy
 
         check_policy(

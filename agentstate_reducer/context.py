@@ -23,7 +23,7 @@ from ._calls import Call, Effects
 from ._memory import Bounded
 from .errors import StepError
 from .hooks import hook_name, namespace_key
-from .messages import SUMMARY_HEADER, content_of, fingerprint, id_of, view_of
+from .messages import SUMMARY_HEADER, content_of, fingerprint, id_of, slots_of, view_of
 from .planner import PlanState
 from .policy import ReductionStep, StepReport
 from .result import ReducerResult
@@ -219,7 +219,8 @@ class ReduceContext:
             )
         block = list(messages)
         views = [view_of(message, f"inserted messages[{i}]") for i, message in enumerate(block)]
-        unpaired = [p for p in find_problems(views) if p.kind in (ORPHAN_RESULT, DANGLING_CALL)]
+        problems = find_problems(views, format=self.state.format)
+        unpaired = [p for p in problems if p.kind in (ORPHAN_RESULT, DANGLING_CALL)]
         if unpaired:
             first = unpaired[0]
             raise ValueError(
@@ -526,6 +527,7 @@ def _request(position: int, folded: list[Any], pruned: list[Any]) -> SummaryRequ
 def _summary_of(block: Any) -> str | None:
     """The summary text of a block the reducer made (its header line removed)."""
     content = content_of(block)
-    if not isinstance(content, str):
-        return None
-    return content.removeprefix(SUMMARY_HEADER)
+    if isinstance(content, str):
+        return content.removeprefix(SUMMARY_HEADER)
+    texts = [slot.text for slot in slots_of(block) if slot.kind == "text"]
+    return texts[0].removeprefix(SUMMARY_HEADER) if texts else None

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -74,8 +74,13 @@ from .messages import (
     HUMAN,
     SYSTEM,
     TOOL,
+    MessageFormat,
     MessageView,
+    combine,
+    format_named,
+    format_of_mask,
 )
+from .messages.chat import CHAT_FORMAT
 
 if TYPE_CHECKING:
     from .config import ReducerConfig
@@ -103,6 +108,8 @@ class PlanLimits:
     target_tokens: int | None = None
     start_on_human: bool = False
     keep_groups: int = 0
+    format: str | None = None
+    """The wire format ``ReducerConfig(format=...)`` names; None: told from each list."""
 
     @classmethod
     def from_config(cls, config: ReducerConfig) -> PlanLimits:
@@ -116,6 +123,7 @@ class PlanLimits:
             target_tokens=config.history_target_tokens,
             start_on_human=config.start_on_human,
             keep_groups=config.keep_groups,
+            format=config.format,
         )
 
     def may_prune(self, length: int) -> bool:
@@ -136,6 +144,7 @@ class PlanState:
     __slots__ = (
         "_caller_of_call",
         "_caller_seq",
+        "_forced",
         "_human_seqs",
         "_last_result",
         "_limits",
@@ -145,19 +154,23 @@ class PlanState:
         "_seq",
         "_start",
         "alternates",
+        "format",
         "formats",
         "tokens",
         "total",
         "views",
     )
 
-    def __init__(self, limits: PlanLimits, *, alternates: bool = False) -> None:
+    def __init__(self, limits: PlanLimits) -> None:
         self._limits = limits
         self._start = 1 if limits.preserve_first is True else 0
-        self.alternates = alternates
+        self._forced = None if limits.format is None else format_named(limits.format)
+        self.format: MessageFormat = self._forced or CHAT_FORMAT
+        """The list's format (its rules: alternating roles, where results go)."""
+        self.alternates = self.format.alternates
         """The list's roles must alternate (its format's rule): window ends keep that."""
         self.formats = ANY_FORMAT
-        """The formats every message of the list fits (kept by the reader)."""
+        """The formats every message of the list fits."""
         self.views: list[MessageView] = []
         self.tokens: list[int] = []
         self.total = 0
@@ -179,9 +192,36 @@ class PlanState:
     def __len__(self) -> int:
         return len(self.views)
 
-    def extend(self, views: Sequence[MessageView], tokens: Sequence[int] | None = None) -> None:
-        """Append messages (oldest first) with their token counts (token mode)."""
+    def extend(
+        self,
+        views: Sequence[MessageView],
+        tokens: Sequence[int] | None = None,
+        where: Callable[[int], str] | None = None,
+    ) -> None:
+        """Append messages (oldest first) with their token counts (token mode).
+
+        Args:
+            views: Their views.
+            tokens: Their token counts (token mode).
+            where: How an error names ``views[i]`` (``where(i)``; a negative ``i`` names a
+                message the state already holds); ``messages[i]`` by default.
+
+        Raises:
+            TypeError: A message is of another format than the list's (or than the format
+                the limits name): the error names it and one of the list's.
+        """
         position = len(self.views)
+        if where is None:
+
+            def where(index: int) -> str:
+                return f"messages[{position + index}]"
+
+        self.formats = combine(
+            views, where, mask=self.formats, forced=self._forced, earlier=self.views
+        )
+        if self._forced is None:
+            self.format = format_of_mask(self.formats)
+            self.alternates = self.format.alternates
         if position == 0 and views and self._limits.preserve_first == "system":
             self._start = 1 if views[0].role in _INSTRUCTION_ROLES else 0
         start = self._start

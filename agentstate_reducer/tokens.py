@@ -37,14 +37,17 @@ from pathlib import Path
 from typing import Any
 
 from .messages import (
-    AI,
     MessageView,
     call_parts_of,
     content_of,
+    parts_of,
     raw_role_of,
+    read_view,
+    reader_of,
     role_of,
     view_of,
 )
+from .messages.chat import ChatFormat
 
 #: Tokens charged for each image content block (a fixed, documented cost).
 IMAGE_TOKENS = 85
@@ -435,42 +438,18 @@ def estimate_text_tokens(text: str) -> int:
     return max(1, math.ceil(tokens))
 
 
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _content_tokens(content: Any, text_tokens: Callable[[str], int]) -> int:
-    """Tokens of a message's content: text by ``text_tokens``, images at a fixed cost."""
-    if content is None:
-        return 0
-    if isinstance(content, str):
-        return text_tokens(content)
-    if not isinstance(content, list):
-        return text_tokens(str(content))
-    total = 0
-    for block in content:
-        if isinstance(block, str):
-            total += text_tokens(block)
-        elif isinstance(block, Mapping):
-            if block.get("type") in ("image", "image_url", "input_image"):
-                total += IMAGE_TOKENS
-            elif isinstance(block.get("text"), str):
-                total += text_tokens(block["text"])
-            else:
-                total += text_tokens(_json(block))
-        else:
-            total += text_tokens(str(block))
-    return total
-
-
 def _message_tokens(message: Any, text_tokens: Callable[[str], int]) -> int:
-    """Framing, content and (for ai messages) tool-call names and arguments."""
-    total = MESSAGE_OVERHEAD + _content_tokens(content_of(message), text_tokens)
-    if role_of(message) == AI:
-        for name, arguments in call_parts_of(message):  # a legacy function_call too
-            total += TOOL_CALL_OVERHEAD + text_tokens(name) + text_tokens(arguments)
+    """Framing, then what the message's format says counts (see
+    :func:`~agentstate_reducer.messages.parts_of`): text, reasoning and tool results by
+    ``text_tokens``, images at a fixed cost, and for ai messages each call's name and
+    arguments (a legacy function_call too), each part once."""
+    parts = parts_of(message)
+    total = MESSAGE_OVERHEAD + IMAGE_TOKENS * parts.images
+    for text in parts.texts:
+        if text:
+            total += text_tokens(text)
+    for name, arguments in parts.calls:
+        total += TOOL_CALL_OVERHEAD + text_tokens(name) + text_tokens(arguments)
     return total
 
 
@@ -557,6 +536,10 @@ def _as_langchain(message: Any) -> Any:
         return message
     convert_to_messages = _langchain.convert_to_messages
     messages_from_dict = _langchain.messages_from_dict
+    if not isinstance(reader_of(message), ChatFormat):
+        # Another wire format: LangChain cannot read it, so it is given what counts, as text
+        # (each call's name and arguments written out, images as LangChain's image blocks).
+        return convert_to_messages([_as_chat(message)])[0]
     if isinstance(message, Mapping) and isinstance(message.get("data"), Mapping):
         return messages_from_dict([dict(message)])[0]
     if isinstance(message, Mapping):
@@ -567,6 +550,28 @@ def _as_langchain(message: Any) -> Any:
         converted.pop("type", None)
         return convert_to_messages([converted])[0]
     return convert_to_messages([{"role": role_of(message), "content": content_of(message)}])[0]
+
+
+def _as_chat(message: Any) -> dict[str, Any]:
+    """A Chat dict saying what ``message`` (of another format) counts."""
+    view = read_view(message)
+    parts = parts_of(message)
+    text = "\n".join(t for t in parts.texts if t)
+    content: Any = text
+    if parts.images:
+        content = [{"type": "text", "text": text}] + [
+            {"type": "image_url", "image_url": {"url": "data:,"}}
+        ] * parts.images
+    role = {"human": "user", "ai": "assistant", "tool": "tool"}.get(view.role, "system")
+    out: dict[str, Any] = {"role": role, "content": content}
+    if role == "tool":
+        out["tool_call_id"] = view.result_for or ""
+    if parts.calls:
+        out["tool_calls"] = [
+            {"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": args}}
+            for n, (name, args) in enumerate(parts.calls)
+        ]
+    return out
 
 
 def _chat_model_counter(model: Any) -> Callable[[Any], int]:

@@ -351,7 +351,7 @@ class Parsed:
     def parts(self) -> Parts:
         texts = [*self.texts, *(text for _, text in self.results)]
         calls = [(name, arguments) for _, name, arguments, _ in self.calls]
-        return Parts(texts, calls, self.images)
+        return Parts(texts, calls if self.role == AI else [], self.images)
 
     def add_text(self, text: str, path: tuple[Any, ...], kind: str = "text") -> None:
         """A text that counts (reasoning too) and may be rewritten."""

@@ -49,11 +49,21 @@ from .base import (
     MessageFormat,
     MessageView,
     Parsed,
+    Parts,
     as_text,
     describe,
     function_call_key,
 )
-from .blocks import CALL_BLOCKS, MEDIA_BLOCKS, RESULT_BLOCKS, block_formats, read_blocks, replace_in
+from .blocks import (
+    CALL_BLOCKS,
+    MEDIA_BLOCKS,
+    REASONING_BLOCKS,
+    RESULT_BLOCKS,
+    block_formats,
+    read_blocks,
+    replace_in,
+    result_text,
+)
 
 EXPECTED = (
     "expected a message: a dict with a 'role' or 'type' key, or an object with a "
@@ -349,7 +359,7 @@ class ChatFormat(MessageFormat):
 
     def parse(self, msg: Any) -> Parsed:
         role = self.role(msg)
-        parsed = Parsed(role, raw_role(msg), self.view(msg).formats)
+        parsed = Parsed(role, raw_role(msg), CHAT)
         parsed.id = message_id(msg)
         parsed.summary = is_summary(msg)
         found = content(msg)
@@ -384,6 +394,62 @@ class ChatFormat(MessageFormat):
         elif found is not None:
             parsed.texts.append(str(found))
         return parsed
+
+    def parts(self, msg: Any) -> Parts:
+        """What counts, read directly (the counting path): the content's text (a string,
+        or each text block), images at a fixed cost, other blocks as JSON; for an ai
+        message its calls (``tool_calls``, a legacy ``function_call``, and call blocks
+        whose id is not in ``tool_calls``); thinking and reasoning blocks by their text, a
+        ``tool_result`` block by its content's text."""
+        role = self.role(msg)
+        found = content(msg)
+        texts: list[str] = []
+        calls: list[tuple[str, str]] = []
+        images = 0
+        known: tuple[str, ...] = ()
+        if role == AI:
+            entries = tool_calls(msg)
+            calls = [tool_call_parts(call) for call in entries]
+            legacy = function_call(msg)
+            if legacy is not None:
+                calls.append(function_call_parts(legacy))
+            if isinstance(found, list):
+                known = tuple(filter(None, map(call_id, entries)))
+        if found is None:
+            pass
+        elif isinstance(found, str):
+            texts.append(found)
+        elif isinstance(found, list):
+            for block in found:
+                if isinstance(block, str):
+                    texts.append(block)
+                elif not isinstance(block, Mapping):
+                    texts.append(str(block))
+                else:
+                    kind = block.get("type")
+                    if kind in MEDIA_BLOCKS:
+                        images += 1
+                    elif isinstance(block.get("text"), str):
+                        texts.append(block["text"])
+                    elif role == AI and kind in CALL_BLOCKS:
+                        keys = CALL_BLOCKS[str(kind)]
+                        if block.get(keys[0]) not in known:
+                            name = block.get(keys[1])
+                            calls.append(
+                                (name if isinstance(name, str) else "", as_text(block.get(keys[2])))
+                            )
+                    elif kind in RESULT_BLOCKS:
+                        texts.append(result_text(block.get("content")))
+                    elif kind in REASONING_BLOCKS:
+                        thought = block.get(REASONING_BLOCKS[str(kind)])
+                        texts.append(thought if isinstance(thought, str) else _json(block))
+                    elif kind == "redacted_thinking":
+                        continue
+                    else:
+                        texts.append(_json(block))
+        else:
+            texts.append(str(found))
+        return Parts(texts, calls, images)
 
     def rewrite(self, msg: Any, changes: Mapping[tuple[Any, ...], str | None]) -> Any:
         new = _changed_content(content(msg), changes)
@@ -432,15 +498,13 @@ class ChatFormat(MessageFormat):
 
 def _sample(messages: Sequence[Any]) -> Any:
     """The list's first human or ai message (else its first message): the kind to write."""
+    from .reader import role_of
+
     fallback = None
     for message in messages:
         if fallback is None:
             fallback = message
-        try:
-            role = normalise(raw_role(message) or "")
-        except Exception:  # pragma: no cover - read already
-            continue
-        if role in (HUMAN, AI):
+        if role_of(message) in (HUMAN, AI):
             return message
     return fallback
 

@@ -278,11 +278,7 @@ def parts_of(msg: Any) -> Parts:
     Raises:
         TypeError: ``msg`` is not a message.
     """
-    parsed = reader_of(msg).parse(msg)
-    parts = parsed.parts()
-    if parsed.role != AI:
-        parts.calls.clear()
-    return parts
+    return reader_of(msg).parts(msg)
 
 
 def slots_of(msg: Any) -> list[Slot]:
