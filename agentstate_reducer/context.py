@@ -425,7 +425,7 @@ class ReduceContext:
         elif text is None:
             block = request.folded  # nothing new to say: the old summary stays
         else:
-            block = self.reducer.summaries.block(text, request, self._messages)
+            block = self.reducer.summaries.block(text, request, self._messages, self.state.format)
             self.summary_messages = block
             if len(block) == 1:
                 self.reducer.summaries.remember_latest(namespace_key(self.namespace), block[0])
@@ -434,8 +434,11 @@ class ReduceContext:
         self._rebuild()
 
     def _rebuild(self) -> None:
-        """Plan afresh: a block inserted mid-list has no place in the incremental state."""
+        """Plan afresh: a block inserted mid-list has no place in the incremental state.
+        The list keeps the format it was read in (pruning may have left only messages that
+        several formats read alike)."""
         state = PlanState(self.reducer.limits)
+        state.formats = self.state.formats
         views, tokens = self.reducer._read(self._messages, lambda i: f"messages[{i}]")
         state.extend(views, tokens)
         self.state = state

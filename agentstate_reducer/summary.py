@@ -406,8 +406,15 @@ class RunningSummary:
         self.memory.put(key, summary)
         return summary
 
-    def block(self, text: str, request: SummaryRequest, messages: list[Any]) -> list[Any]:
-        """The summary block for ``text``, in the kind ``messages`` hold, with its id."""
+    def block(
+        self,
+        text: str,
+        request: SummaryRequest,
+        messages: list[Any],
+        format: MessageFormat | None = None,
+    ) -> list[Any]:
+        """The summary block for ``text``, in ``format`` (default: the one ``messages``
+        are in) and the kind of message they hold, with its id."""
         block_id = summary_id(request.folded, request.pruned)
         folded_ids = tuple(i for i in map(id_of, request.folded) if isinstance(i, str))
         with self._lineage_lock:
@@ -420,7 +427,7 @@ class RunningSummary:
         if factory is not None:
             dict_ids = any(isinstance(m, dict) and "id" in m for m in sample)
             return factory_builder(factory, dict_ids=dict_ids)(text, block_id, len(request.pruned))
-        fmt = detect(sample, self._config.format)
+        fmt = format if format is not None else detect(sample, self._config.format)
         position = request.position if messages else 0
         return default_summary_builder(sample, position, fmt)(text, block_id)
 
@@ -432,7 +439,7 @@ class RunningSummary:
             if self._config.summary_message_factory is None:
                 return 1
             if self._factory_size is None:
-                self._factory_size = len(self.block("…", empty, messages))
+                self._factory_size = len(self.block("…", empty, messages, state.format))
             return self._factory_size
         held = sum(state.tokens[p] for p, view in enumerate(state.views) if view.summary)
         budget = self._config.summary_max_tokens
@@ -441,7 +448,7 @@ class RunningSummary:
         if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
             target = self._limits.target_tokens or self._limits.max_tokens or 0
             budget = max(32, target // 10)
-        framing = self._count(self.block("", empty, messages)[0])
+        framing = self._count(self.block("", empty, messages, state.format)[0])
         return max(held, framing + budget)
 
 

@@ -842,10 +842,7 @@ def logical_tokens(message: Any) -> int:
     for slot in slots_of(message):
         if slot.kind == "reasoning":
             continue
-        text = slot.text
-        if slot.kind == "result" and text.startswith('{"output":'):
-            text = json.loads(text)["output"]  # Gemini wraps an output in a dict
-        total += len(text)
+        total += len(slot.text)
     for name, arguments in call_parts_of(message):
         total += len(name) + len(json.dumps(json.loads(arguments), separators=(",", ":")))
     return total + 40 * parts_of(message).images

@@ -19,14 +19,16 @@ Validity rules: roles are ``user`` and ``model`` only (a content without a role 
 the user's), the first content comes from the user and roles alternate; every call is
 answered in the next content.
 
-Counting: text, thought text, function names and arguments, responses (as JSON), code and
-its output; inline and file data at a fixed cost.
+Counting: text, thought text, function names and arguments, responses (the string under
+a response's only ``output`` or ``result`` key, else the response as JSON), code and its
+output; inline and file data at a fixed cost.
 
 Writing: a summary is one content (``{"role", "parts": [{"text": ...}]}``, or a
 ``types.Content`` with a text ``Part`` in a list of objects), marked by the
 :data:`~.base.SUMMARY_HEADER` first line, its role alternating with its neighbours; a
 placeholder replaces a function response's ``response`` with ``{"output": placeholder}``
-(Gemini's key for a function's output); a cut shortens the last text part.
+(Gemini's key for a function's output; ``result`` where the response used it, as ADK
+does); a cut shortens the last text part.
 """
 
 from __future__ import annotations
@@ -123,7 +125,7 @@ class GeminiFormat(MessageFormat):
             name_key, response = _field(part, _RESPONSE)
             if response is not None:
                 key = _response_key(response)
-                body = as_text(get(response, "response"))
+                body = _output_text(get(response, "response"))
                 if key is not None:
                     parsed.add_result(key, body, (*where, name_key))
                 else:
@@ -151,8 +153,9 @@ class GeminiFormat(MessageFormat):
                 continue
             part = parts[index]
             if key in _RESPONSE:
-                response = set_field(get(part, key), "response", {"output": text})
-                parts[index] = set_field(part, key, response)
+                response = get(part, key)
+                body = {_output_key(get(response, "response")): text}
+                parts[index] = set_field(part, key, set_field(response, "response", body))
             else:
                 parts[index] = set_field(part, "text", text)
         kept = [part for index, part in enumerate(parts) if index not in removed]
@@ -182,6 +185,28 @@ class GeminiFormat(MessageFormat):
     def fingerprint_payload(self, msg: Any) -> Any:
         parts = get(msg, "parts")
         return [_plain(part) for part in parts or ()]
+
+
+#: The keys a function's output is held under: Gemini's documented key, and the one
+#: Google ADK writes (``{"result": ...}``).
+_OUTPUT_KEYS = ("output", "result")
+
+
+def _output_text(body: Any) -> str:
+    """A function response's output as text: the string under its only key ``output`` or
+    ``result``, else the whole response as JSON."""
+    if isinstance(body, Mapping) and len(body) == 1:
+        key, value = next(iter(body.items()))
+        if key in _OUTPUT_KEYS and isinstance(value, str):
+            return value
+    return as_text(body)
+
+
+def _output_key(body: Any) -> str:
+    """The key a rewritten output goes under: the response's own one, else ``output``."""
+    if isinstance(body, Mapping) and len(body) == 1 and next(iter(body)) in _OUTPUT_KEYS:
+        return str(next(iter(body)))
+    return "output"
 
 
 def _response_key(response: Any) -> str | None:
