@@ -39,6 +39,7 @@ PREFERRED = (
     "cosmos_bench",
     "cosmos_cost",
     "token_accuracy",
+    "formats",
 )
 
 
