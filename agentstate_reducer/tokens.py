@@ -47,6 +47,8 @@ from .messages import (
     role_of,
     view_of,
 )
+from .messages import chat as _chat
+from .messages.base import CHAT
 from .messages.chat import ChatFormat
 
 #: Tokens charged for each image content block (a fixed, documented cost).
@@ -898,7 +900,9 @@ class TokenCounter:
             view = view_of(message, where)
         key = None
         if view.id is not None:
-            content = content_of(message)
+            # A message of the Chat family (the view says so) is read directly.
+            chat_family = view.formats & CHAT
+            content = _chat.content(message) if chat_family else content_of(message)
             if type(content) is str:
                 calls = tuple(call_parts_of(message)) if view.call_ids else ()
                 key = (view.id, view.role, content, view.call_ids, calls)

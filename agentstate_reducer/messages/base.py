@@ -411,6 +411,11 @@ def text_or_none(value: Any) -> str | None:
 
 def is_sequence(value: Any) -> bool:
     """A list or tuple (not a string)."""
+    kind = type(value)
+    if kind is list or kind is tuple:
+        return True
+    if kind is str or value is None:
+        return False
     return isinstance(value, (list, tuple)) or (
         isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
     )

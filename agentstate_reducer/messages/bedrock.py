@@ -66,10 +66,10 @@ _SIDE_NAMES = {"human": "user", "ai": "assistant"}
 def is_block(block: Any) -> bool:
     """A Converse content block: a dict without a ``type`` whose keys are block keys."""
     return (
-        isinstance(block, Mapping)
-        and "type" not in block
+        (type(block) is dict or isinstance(block, Mapping))
         and bool(block)
-        and all(key in BLOCK_KEYS for key in block)
+        and "type" not in block
+        and BLOCK_KEYS.issuperset(block)
     )
 
 

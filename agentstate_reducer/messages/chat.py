@@ -215,7 +215,8 @@ def function_name(msg: Any) -> str | None:
 
 
 def call_id(call: Any) -> str | None:
-    value = call.get("id") if isinstance(call, Mapping) else getattr(call, "id", None)
+    mapping = type(call) is dict or isinstance(call, Mapping)
+    value = call.get("id") if mapping else getattr(call, "id", None)
     return value if isinstance(value, str) and value else None
 
 
@@ -236,16 +237,16 @@ def tool_call_id(msg: Any) -> str | None:
 
 def tool_call_parts(call: Any) -> tuple[str, str]:
     """``(name, arguments-as-text)`` of one tool call, in LangChain or OpenAI form."""
-    if isinstance(call, Mapping):
+    if type(call) is dict or isinstance(call, Mapping):
         function = call.get("function")
-        if isinstance(function, Mapping):
+        if type(function) is dict or isinstance(function, Mapping):
             return str(function.get("name") or ""), as_text(function.get("arguments"))
         return str(call.get("name") or ""), as_text(call.get("args"))
     return str(getattr(call, "name", "") or ""), as_text(getattr(call, "args", None))
 
 
 def function_call_parts(call: Any) -> tuple[str, str]:
-    if isinstance(call, Mapping):
+    if type(call) is dict or isinstance(call, Mapping):
         return str(call.get("name") or ""), as_text(call.get("arguments"))
     return str(getattr(call, "name", "") or ""), as_text(getattr(call, "arguments", None))
 
@@ -401,8 +402,21 @@ class ChatFormat(MessageFormat):
         message its calls (``tool_calls``, a legacy ``function_call``, and call blocks
         whose id is not in ``tool_calls``); thinking and reasoning blocks by their text, a
         ``tool_result`` block by its content's text."""
-        role = self.role(msg)
-        found = content(msg)
+        # The fields are looked up once here (the accessors would each find them again):
+        # counting reads every message of a list in token mode.
+        fields = fields_of(msg)
+        if fields is None:
+            raw = getattr(msg, "type", None)
+            found = getattr(msg, "content", None)
+        else:
+            raw = fields.get("role") if fields is msg else None
+            if raw is None and fields is msg:
+                raw = fields.get("type")
+            found = fields.get("content")
+        if type(raw) is str and raw != "chat":
+            role = ROLE_ALIASES.get(raw) or normalise(raw)
+        else:
+            role = self.role(msg)  # serialised forms, chat roles, odd values: the rules
         texts: list[str] = []
         calls: list[tuple[str, str]] = []
         images = 0
@@ -417,7 +431,7 @@ class ChatFormat(MessageFormat):
                 known = tuple(filter(None, map(call_id, entries)))
         if found is None:
             pass
-        elif isinstance(found, str):
+        elif type(found) is str:
             texts.append(found)
         elif isinstance(found, list):
             for block in found:

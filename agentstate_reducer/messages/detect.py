@@ -42,6 +42,7 @@ from .base import (
     MessageView,
     format_names,
     is_sequence,
+    module_of,
 )
 from .bedrock import BEDROCK_FORMAT, is_block
 from .blocks import block_formats
@@ -91,6 +92,16 @@ def reader_of(msg: Any) -> MessageFormat:
     Raises:
         TypeError: A role dict's content holds blocks of two formats.
     """
+    if type(msg) is dict:
+        if type(msg.get("content")) is str:  # the common case: a dict with text content
+            kind = msg.get("type")
+            if msg.get("role") is None and type(kind) is str and kind in ITEM_TYPES:
+                return RESPONSES_FORMAT
+            return CHAT_FORMAT
+    else:
+        found = _object_reader(msg)
+        if found is not None:
+            return found
     if is_mapping(msg):
         role = msg.get("role")
         if role is None:
@@ -106,10 +117,6 @@ def reader_of(msg: Any) -> MessageFormat:
         if is_sequence(content) and not isinstance(content, str) and len(content):
             return _by_blocks(content)
         return CHAT_FORMAT
-    if is_langchain_module(msg):
-        return LANGCHAIN_FORMAT
-    if is_llama_index(msg):
-        return LLAMA_INDEX_FORMAT
     if is_gemini_object(msg):
         return GEMINI_FORMAT
     kind = getattr(msg, "type", None)
@@ -120,6 +127,31 @@ def reader_of(msg: Any) -> MessageFormat:
                 return ANTHROPIC_FORMAT
         return RESPONSES_FORMAT
     return DUCK_FORMAT
+
+
+#: The reader of each class of SDK object seen (LangChain, llama-index, google-genai), by
+#: class: a class's module never changes, so one look at it serves every instance.
+_BY_CLASS: dict[type, MessageFormat | None] = {}
+
+
+def _object_reader(msg: Any) -> MessageFormat | None:
+    """The reader of an SDK object known by its class's module, or None (checked before
+    anything else: a missing attribute is slow to look up on a pydantic model)."""
+    cls = type(msg)
+    try:
+        return _BY_CLASS[cls]
+    except KeyError:
+        pass
+    found: MessageFormat | None = None
+    if is_langchain_module(msg):
+        found = LANGCHAIN_FORMAT
+    elif is_llama_index(msg):
+        found = LLAMA_INDEX_FORMAT
+    elif module_of(msg).startswith("google.genai"):
+        found = GEMINI_FORMAT
+    if len(_BY_CLASS) < 1024:  # bounded: classes made on the fly are not all remembered
+        _BY_CLASS[cls] = found
+    return found
 
 
 def _by_blocks(content: Any) -> MessageFormat:
