@@ -50,7 +50,11 @@ from .messages import (
     is_serialized,
     is_summary,
     read_view,
+    reader_of,
+    slots_of,
+    with_slots,
 )
+from .messages.chat import ChatFormat
 
 if TYPE_CHECKING:
     from .config import ReducerConfig
@@ -103,11 +107,25 @@ def mark_summary(message: Any) -> Any:
     key (which ``convert_to_messages`` moves into ``additional_kwargs``). A plain
     OpenAI-format dict sent to a provider as it is should not carry that key: start its
     text with :data:`~agentstate_reducer.messages.SUMMARY_HEADER` instead, which marks it
-    as well (then it is returned unchanged).
+    as well (then it is returned unchanged). A message of a format without a metadata slot
+    a provider accepts (Anthropic, Responses, Gemini, Bedrock, llama-index) gets the header
+    line in front of its first text.
 
     Raises:
-        TypeError: ``message`` is another kind of object.
+        TypeError: ``message`` is another kind of object, or a message of such a format
+            without text.
     """
+    fmt = reader_of(message)
+    if not isinstance(fmt, ChatFormat):
+        if is_summary(message):
+            return message
+        texts = [slot for slot in slots_of(message) if slot.kind == "text"]
+        if not texts:
+            raise TypeError(
+                f"cannot mark a {fmt.name} message without text as a summary: its format has "
+                f"no metadata slot, so a summary is marked by its first line, {SUMMARY_HEADER!r}"
+            )
+        return with_slots(message, {texts[0].path: SUMMARY_HEADER + texts[0].text})
     if isinstance(message, Mapping):
         if is_summary(message):
             return message

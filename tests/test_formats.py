@@ -697,3 +697,37 @@ def test_parts_count_reasoning_images_and_calls_once() -> None:
             {"type": "function_call", "call_id": "c", "name": "f", "arguments": '{"x": 2}'}
         ).calls[0][1]
     ) == {"x": 2}
+
+
+@pytest.mark.parametrize("fmt", WIRE_FORMATS)
+@pytest.mark.parametrize("counter", ["approximate", "cl100k_base"])
+def test_every_counter_reads_every_format(fmt: str, counter: str) -> None:
+    """LangChain's ``count_tokens_approximately`` (given a message of another format as a
+    Chat dict of what it counts) and tiktoken count every format; the reduce then keeps
+    its budget and its pairs."""
+    elements = _tool_loop(3)
+    messages, owners = render_dialogue(elements, fmt)
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=200, token_counter=counter))
+    result = reducer.reduce(existing=messages)
+    assert result.pruned and result.tokens_after <= 200
+    kept = _kept_elements(result, messages, owners)
+    for answers, call in element_pairs(elements).items():
+        assert (answers in kept) == (call in kept)
+
+
+def test_mark_summary_marks_formats_without_metadata_by_the_header() -> None:
+    """``mark_summary`` (what a ``summary_message_factory``'s messages get) puts the header
+    line in front of the first text of a message whose format has no metadata slot, as an
+    object of the same class; a message without text cannot be marked."""
+    from google.genai import types
+
+    from agentstate_reducer.summary import mark_summary
+
+    content = types.Content(role="model", parts=[types.Part(text="they talked")])
+    marked = mark_summary(content)
+    assert isinstance(marked, types.Content) and is_summary(marked)
+    assert marked.parts[0].text == SUMMARY_HEADER + "they talked"
+    bedrock = mark_summary({"role": "user", "content": [{"text": "x"}]})
+    assert bedrock["content"][0]["text"].startswith(SUMMARY_HEADER)
+    with pytest.raises(TypeError, match="without text"):
+        mark_summary({"role": "user", "content": [{"image": {"format": "png", "source": {}}}]})
