@@ -134,10 +134,18 @@ class GeminiFormat(MessageFormat):
             if _field(part, _MEDIA)[1] is not None:
                 parsed.images += 1
                 continue
+            known = False
             for names in (_CODE, _SERVER):
                 _, value = _field(part, names)
                 if value is not None:
                     parsed.texts.append(as_text(value))
+                    known = True
+            if not known:
+                # A part of a kind this reader does not know counts as its JSON (never
+                # nothing); signatures and metadata alone count nothing.
+                rest = _unknown(part)
+                if rest:
+                    parsed.texts.append(as_text(rest))
         if role != "ai":
             parsed.calls = []
         parsed.summary = parsed.header_marked()
@@ -207,6 +215,32 @@ def _output_key(body: Any) -> str:
     if isinstance(body, Mapping) and len(body) == 1 and next(iter(body)) in _OUTPUT_KEYS:
         return str(next(iter(body)))
     return "output"
+
+
+#: Part fields that say nothing a model reads as text.
+_OPAQUE = frozenset(
+    {
+        "thought",
+        "thought_signature",
+        "thoughtSignature",
+        "part_metadata",
+        "partMetadata",
+        "video_metadata",
+        "videoMetadata",
+        "media_resolution",
+        "mediaResolution",
+    }
+)
+
+
+def _unknown(part: Any) -> dict[str, Any]:
+    """The fields of a part no branch above read, but opaque ones."""
+    if isinstance(part, Mapping):
+        fields = dict(part)
+    else:
+        dump = getattr(part, "model_dump", None)
+        fields = dump(exclude_none=True) if callable(dump) else {"value": part}
+    return {key: value for key, value in fields.items() if key not in _OPAQUE}
 
 
 def _response_key(response: Any) -> str | None:
