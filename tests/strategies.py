@@ -846,3 +846,99 @@ def logical_tokens(message: Any) -> int:
     for name, arguments in call_parts_of(message):
         total += len(name) + len(json.dumps(json.loads(arguments), separators=(",", ":")))
     return total + 40 * parts_of(message).images
+
+
+# -- messages of the other formats, usual and odd, for the reader's refusals -------------
+
+_ODD_SCALARS = st.one_of(st.none(), st.text(max_size=5), st.integers(-2, 2), st.booleans())
+_FIELD_NAMES = st.sampled_from(
+    [
+        "type",
+        "text",
+        "id",
+        "name",
+        "input",
+        "args",
+        "content",
+        "tool_use_id",
+        "thinking",
+        "source",
+        "toolUse",
+        "toolResult",
+        "toolUseId",
+        "reasoningContent",
+        "image",
+        "function_call",
+        "functionCall",
+        "function_response",
+        "response",
+        "inline_data",
+        "parts",
+        "role",
+        "call_id",
+        "arguments",
+        "output",
+        "summary",
+        "status",
+        "json",
+    ]
+)
+_BLOCK_TYPES = st.sampled_from(
+    [
+        "text",
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "image",
+        "image_url",
+        "input_text",
+        "output_text",
+        "tool_call",
+        "reasoning",
+        "redacted_thinking",
+        "document",
+        "server_tool_use",
+        "web_search_tool_result",
+        "refusal",
+        "message",
+        "function_call",
+        "function_call_output",
+        "weird",
+    ]
+)
+_ODD_VALUES = st.recursive(
+    st.one_of(_ODD_SCALARS, _BLOCK_TYPES),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(_FIELD_NAMES, inner, max_size=4)
+    ),
+    max_leaves=8,
+)
+_ODD_BLOCKS = st.one_of(
+    st.dictionaries(_FIELD_NAMES, _ODD_VALUES, max_size=4),
+    st.builds(
+        lambda kind, rest: {"type": kind, **rest},
+        _BLOCK_TYPES,
+        st.dictionaries(_FIELD_NAMES, _ODD_VALUES, max_size=3),
+    ),
+    _ODD_SCALARS,
+)
+
+
+@st.composite
+def odd_format_message(draw: st.DrawFn) -> Any:
+    """A dict shaped like a message of some format, with any blocks, parts and values in
+    it: a role dict with content blocks, a Gemini content, a Responses item."""
+    kind = draw(st.sampled_from(["role", "gemini", "item"]))
+    if kind == "role":
+        role = draw(st.sampled_from(["user", "assistant", "model", "system", "tool", None, 3]))
+        content = draw(st.one_of(_ODD_SCALARS, st.lists(_ODD_BLOCKS, max_size=4)))
+        extra = draw(st.dictionaries(_FIELD_NAMES, _ODD_VALUES, max_size=2))
+        return {**extra, "role": role, "content": content}
+    if kind == "gemini":
+        role = draw(st.sampled_from(["user", "model", None]))
+        return {
+            "role": role,
+            "parts": draw(st.one_of(_ODD_SCALARS, st.lists(_ODD_BLOCKS, max_size=3))),
+        }
+    rest = draw(st.dictionaries(_FIELD_NAMES, _ODD_VALUES, max_size=4))
+    return {**rest, "type": draw(_BLOCK_TYPES)}

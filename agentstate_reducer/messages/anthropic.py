@@ -54,6 +54,8 @@ from .blocks import read_blocks, replace_in, set_field
 from .chat import normalise
 
 _SIDE_NAMES = {"human": "user", "ai": "assistant"}
+#: The roles an Anthropic list's messages may have (a system message is kept as it is).
+_ROLES = frozenset({"human", "ai", "system"})
 
 
 class AnthropicFormat(MessageFormat):
@@ -72,6 +74,11 @@ class AnthropicFormat(MessageFormat):
             )
         content = get(msg, "content")
         role = normalise(raw)
+        if role not in _ROLES:
+            raise TypeError(
+                f"{describe(msg)}: an Anthropic message's role is 'user' or 'assistant' "
+                f"(a system prompt is kept too), got {raw!r}"
+            )
         parsed = Parsed(role, raw, ANTHROPIC if is_sequence(content) else PLAIN)
         parsed.id = text_or_none(get(msg, "id"))
         parsed.content = content

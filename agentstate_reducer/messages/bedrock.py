@@ -61,6 +61,8 @@ BLOCK_KEYS = frozenset(
 )
 _MEDIA = ("image", "document", "video")
 _SIDE_NAMES = {"human": "user", "ai": "assistant"}
+#: The roles a Bedrock list's messages may have (a system message is kept as it is).
+_ROLES = frozenset({"human", "ai", "system"})
 
 
 def is_block(block: Any) -> bool:
@@ -109,6 +111,11 @@ class BedrockFormat(MessageFormat):
                 "'role' and a 'content' list of blocks"
             )
         role = normalise(raw)
+        if role not in _ROLES:
+            raise TypeError(
+                f"{describe(msg)}: a Bedrock message's role is 'user' or 'assistant' (a "
+                f"system prompt is kept too), got {raw!r}"
+            )
         parsed = Parsed(role, raw, BEDROCK)
         parsed.content = content
         for index, block in enumerate(content):

@@ -221,5 +221,11 @@ def set_field(entry: Any, key: str, value: Any) -> Any:
     import copy as _copy
 
     clone = _copy.copy(entry)
-    setattr(clone, key, value)
+    try:
+        setattr(clone, key, value)
+    except (AttributeError, TypeError) as exc:
+        raise TypeError(
+            f"cannot write {key!r} into a {type(entry).__name__} ({exc}): expected a dict or "
+            "an object with that field"
+        ) from None
     return clone

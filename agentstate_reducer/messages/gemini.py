@@ -112,6 +112,7 @@ class GeminiFormat(MessageFormat):
                 continue
             name_key, call = _field(part, _CALL)
             if call is not None:
+                _check_object(msg, index, name_key, call)
                 name = get(call, "name")
                 parsed.calls.append(
                     (
@@ -124,6 +125,7 @@ class GeminiFormat(MessageFormat):
                 continue
             name_key, response = _field(part, _RESPONSE)
             if response is not None:
+                _check_object(msg, index, name_key, response)
                 key = _response_key(response)
                 body = _output_text(get(response, "response"))
                 if key is not None:
@@ -198,6 +200,15 @@ class GeminiFormat(MessageFormat):
 #: The keys a function's output is held under: Gemini's documented key, and the one
 #: Google ADK writes (``{"result": ...}``).
 _OUTPUT_KEYS = ("output", "result")
+
+
+def _check_object(msg: Any, index: int, key: str | None, value: Any) -> None:
+    """A function call or response is a dict (or an SDK object), never a list or text."""
+    if isinstance(value, (str, bytes, int, float, list, tuple)):
+        raise TypeError(
+            f"{describe(msg)}: parts[{index}].{key} is {type(value).__name__}, expected an "
+            "object with a 'name' (and 'args' or 'response')"
+        )
 
 
 def _output_text(body: Any) -> str:

@@ -584,7 +584,7 @@ def with_content(msg: Any, content: Any) -> Any:
             return fmt.rewrite(msg, {("blocks",): content})
         key = "blocks"
     elif name == "responses" and fmt.parse(msg).role == TOOL:
-        key = next(s.path[0] for s in fmt.parse(msg).slots if s.kind == "result")
+        key = next((s.path[0] for s in fmt.parse(msg).slots if s.kind == "result"), "output")
     else:
         key = "content"
     return set_field(msg, key, content)

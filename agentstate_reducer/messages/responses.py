@@ -39,9 +39,11 @@ from typing import Any
 
 from .base import (
     AI,
+    HUMAN,
     PLAIN,
     REASONING_ITEM,
     RESPONSES,
+    SYSTEM,
     TOOL,
     TURN_ITEM,
     MessageFormat,
@@ -97,6 +99,7 @@ KEPT = frozenset({"compaction", "compaction_trigger", "additional_tools", "confi
 ITEM_TYPES = frozenset({"message", "reasoning", *CALLS, *OUTPUTS, *SERVER_CALLS, *KEPT})
 
 _SKIPPED = frozenset({"type", "id", "status", "call_id"})
+_MESSAGE_ROLES = frozenset({HUMAN, AI, SYSTEM, "developer"})
 
 
 class ResponsesFormat(MessageFormat):
@@ -183,6 +186,11 @@ class ResponsesFormat(MessageFormat):
     def _message(self, msg: Any, role: str) -> Parsed:
         content = get(msg, "content")
         normalised = normalise(role)
+        if normalised not in _MESSAGE_ROLES:
+            raise TypeError(
+                f"{describe(msg)}: a Responses API message's role is 'user', 'assistant', "
+                f"'system' or 'developer', got {role!r}"
+            )
         parsed = Parsed(normalised, role, PLAIN if isinstance(content, str) else RESPONSES)
         parsed.id = text_or_none(get(msg, "id"))
         parsed.content = content
