@@ -731,3 +731,64 @@ def test_mark_summary_marks_formats_without_metadata_by_the_header() -> None:
     assert bedrock["content"][0]["text"].startswith(SUMMARY_HEADER)
     with pytest.raises(TypeError, match="without text"):
         mark_summary({"role": "user", "content": [{"image": {"format": "png", "source": {}}}]})
+
+
+def test_sdk_objects_read_as_their_format() -> None:
+    """The OpenAI SDK's Responses items (``ResponseFunctionToolCall``, output messages,
+    reasoning items) and the Anthropic SDK's blocks (a ``response.content`` appended as it
+    came) and ``Message`` objects are read as the Responses API and Anthropic formats."""
+    from anthropic.types import Message, TextBlock, ToolUseBlock, Usage
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+        ResponseReasoningItem,
+    )
+    from openai.types.responses.response_reasoning_item import Summary
+
+    call = ResponseFunctionToolCall(
+        type="function_call", call_id="c1", name="f", arguments='{"a": 1}', id="fc_1"
+    )
+    text = ResponseOutputText(type="output_text", text="done", annotations=[])
+    answer = ResponseOutputMessage(
+        type="message", role="assistant", id="msg_1", status="completed", content=[text]
+    )
+    thought = ResponseReasoningItem(
+        type="reasoning", id="rs_1", summary=[Summary(type="summary_text", text="plan")]
+    )
+    items = [
+        {"role": "user", "content": "q"},
+        thought,
+        call,
+        {"type": "function_call_output", "call_id": "c1", "output": "r"},
+        answer,
+    ]
+    assert detect(items).name == "responses"
+    assert MessageReducer().validate(items).problems == []
+    assert [read_view(m).joins for m in items] == [0, 2, 1, 0, 1]
+    assert parts_of(thought).texts == ["plan"] and parts_of(call).calls == [("f", '{"a": 1}')]
+    turn = {
+        "role": "assistant",
+        "content": [
+            TextBlock(type="text", text="let me"),
+            ToolUseBlock(type="tool_use", id="t1", name="f", input={"x": 1}),
+        ],
+    }
+    result = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "r"}],
+    }
+    history = [{"role": "user", "content": "q"}, turn, result]
+    assert detect(history).name == "anthropic"
+    assert MessageReducer().validate(history).problems == []
+    message = Message(
+        id="msg_2",
+        type="message",
+        role="assistant",
+        model="claude",
+        content=[ToolUseBlock(type="tool_use", id="t2", name="g", input={})],
+        stop_reason="tool_use",
+        stop_sequence=None,
+        usage=Usage(input_tokens=1, output_tokens=1),
+    )
+    assert read_view(message).call_ids == ("t2",) and detect([message]).name == "anthropic"
