@@ -9,6 +9,10 @@ reducer settles each request (one ``summarize_fn`` call, or a summary remembered
 same messages) and the context injects the block where the pruned block was. When the new
 block leaves the list over its limit, more is pruned and folded into a further request
 (a few rounds at most).
+
+The context holds the parts of its reducer it uses (limits, reader, running summary,
+rewrite memory), never the reducer itself: it reads messages through its own
+:class:`~agentstate_reducer.reader.Reader`, the one the reducer planned with.
 """
 
 from __future__ import annotations
@@ -17,21 +21,19 @@ import inspect
 import logging
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, TypeVar, overload
 
-from ._calls import Call, Effects
-from ._memory import Bounded
+from ._calls import Call, Effects, hook_name
 from .errors import StepError
-from .hooks import hook_name, namespace_key
-from .messages import SUMMARY_HEADER, content_of, fingerprint, id_of, slots_of, view_of
-from .planner import PlanState
-from .policy import ReductionStep, StepReport
+from .hooks import namespace_key
+from .messages import view_of
+from .planner import PlanLimits, PlanState
+from .reader import Reader
 from .result import ReducerResult
-from .summary import SummaryRequest, summary_id
+from .rewrites import Rewrites
+from .steps.contract import ReductionStep, StepReport
+from .summary import RunningSummary, SummaryRequest, summary_of_block, summary_request
 from .validate import DANGLING_CALL, ORPHAN_RESULT, find_problems
-
-if TYPE_CHECKING:
-    from .reducer import MessageReducer
 
 logger = logging.getLogger("agentstate_reducer.reducer")
 
@@ -67,9 +69,6 @@ class ReadOnly(Sequence[_T]):
         return f"ReadOnly({self._items!r})"
 
 
-#: How many rewritten messages a reducer remembers (see Rewrites).
-_REWRITES_KEPT = 10_000
-
 #: How many times one reduce prunes further to make room for a summary block that came
 #: out larger than the room planned for it.
 _SUMMARY_ROUNDS = 3
@@ -82,10 +81,19 @@ class ReduceContext:
     Implements :class:`~agentstate_reducer.policy.StepContext`.
     """
 
-    reducer: MessageReducer
     original: list[Any]
     state: PlanState
     namespace: Any
+    limits: PlanLimits
+    """The reducer's limits (the history budget, after the reply reserve)."""
+    reader: Reader
+    """Reads messages and counts their tokens as the reducer's plan does."""
+    summaries: RunningSummary
+    """The reducer's running summary (makes, remembers and places the block)."""
+    rewrites: Rewrites
+    """The reducer's memory of rewritten messages, whose originals were handed over."""
+    inject_summary: bool
+    """Whether a summary is injected into the list (``ReducerConfig.inject_summary``)."""
     view: bool = False
     """Only bound what a model sees: no summary, no hand-off (``MessageReducer.view``)."""
     keep_going: bool = False
@@ -106,7 +114,7 @@ class ReduceContext:
 
     def __post_init__(self) -> None:
         self._messages = list(self.original)
-        limits = self.reducer.limits
+        limits = self.limits
         target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
         self.target = target
         self.tokens_before = self.state.total
@@ -126,9 +134,9 @@ class ReduceContext:
     def summary_room(self) -> int:
         """The room a summarising drop keeps for the summary block it will insert: tokens
         in token mode, messages in count mode; 0 when no block is injected."""
-        if self.view or not self.reducer.config.inject_summary:
+        if self.view or not self.inject_summary:
             return 0
-        return self.reducer.summaries.reserve(self.state, self._messages)
+        return self.summaries.reserve(self.state, self._messages)
 
     @property
     def total(self) -> int:
@@ -136,26 +144,26 @@ class ReduceContext:
 
     @property
     def token_mode(self) -> bool:
-        return self.reducer.limits.max_tokens is not None
+        return self.limits.max_tokens is not None
 
     @property
     def budget(self) -> int | None:
-        return self.reducer.limits.max_tokens
+        return self.limits.max_tokens
 
     @property
     def max_messages(self) -> int | None:
-        return None if self.token_mode else self.reducer.limits.max_messages
+        return None if self.token_mode else self.limits.max_messages
 
     @property
     def min_messages(self) -> int:
-        return self.reducer.limits.min_messages
+        return self.limits.min_messages
 
     def fits(self) -> bool:
         return self.state.fits()
 
     def count(self, message: Any) -> int:
         """Tokens of one message (0 in count mode)."""
-        return self.reducer._count_one(message)
+        return self.reader.count(message)
 
     def role(self, position: int) -> str:
         return self.state.views[position].role
@@ -195,7 +203,7 @@ class ReduceContext:
         if not self.view:
             # Its original reaches the hooks now: when the rewrite itself leaves later, it
             # is not handed over again (for any step, also one without its own rewrote()).
-            self.reducer.rewrites.add(message, namespace_key(self.namespace))
+            self.rewrites.add(message, namespace_key(self.namespace))
 
     def insert(self, position: int, messages: Sequence[Any]) -> None:
         """Insert new messages before ``position``."""
@@ -244,7 +252,7 @@ class ReduceContext:
             gone.update(state.group_of(position))
         if not gone:
             return []
-        inject = summarize and not self.view and self.reducer.config.inject_summary
+        inject = summarize and not self.view and self.inject_summary
         folded_at = state.summary_positions(len(self._messages)) if inject else []
         return self._take(sorted(gone), folded_at, summarize=summarize and not self.view)
 
@@ -252,7 +260,7 @@ class ReduceContext:
         """Prune towards the target; with ``summarize``, ask for a summary of what goes
         (folding the summary block already in the list when the summary is injected)."""
         summarize = summarize and not self.view
-        inject = summarize and self.reducer.config.inject_summary
+        inject = summarize and self.inject_summary
         state = self.state
         end = state.end_for_target(self.summary_room() if summarize else 0, fold=inject)
         if end is None:
@@ -293,7 +301,7 @@ class ReduceContext:
         folded = [messages[p] for p in folded_at]
         if len(folded) > 1:
             # A block already folded into another one here leaves with it, unsummarised.
-            stale = self.reducer.summaries.superseded(folded)
+            stale = self.summaries.superseded(folded)
             self.folded_summaries.extend(b for i, b in enumerate(folded) if i in stale)
             folded = [b for i, b in enumerate(folded) if i not in stale]
         self._messages = messages[:start] + kept
@@ -313,7 +321,7 @@ class ReduceContext:
     ) -> SummaryRequest:
         """The request for a summarising prune, leaving out pruned messages the folded
         block already summarises (they still leave the list and reach the hooks)."""
-        summaries = self.reducer.summaries
+        summaries = self.summaries
         newer = summaries.newer_than(namespace_key(self.namespace), folded, pruned)
         if newer is not None:
             # The list holds older versions of the conversation's summary (a subgraph's list
@@ -326,7 +334,7 @@ class ReduceContext:
             pruned = [m for i, m in enumerate(pruned) if i not in covered]
             if not pruned and len(folded) == 1:
                 return SummaryRequest(position, [], [], made=folded[0])  # nothing new
-        return _request(position, folded, pruned)
+        return summary_request(position, folded, pruned)
 
     # -- running the policy ----------------------------------------------------------------
 
@@ -398,24 +406,18 @@ class ReduceContext:
         while self._requests:
             request = self._requests.pop(0)
             if request.made is not None:
-                text = _summary_of(request.made)
+                text = summary_of_block(request.made)
             else:
-                text = yield from self.reducer.summaries.summary_for(
-                    request, namespace_key(self.namespace)
-                )
+                text = yield from self.summaries.summary_for(request, namespace_key(self.namespace))
             self._inject(request, text)
             rounds += 1
-            if (
-                rounds < _SUMMARY_ROUNDS
-                and self.reducer.config.inject_summary
-                and self.state.over_limit()
-            ):
+            if rounds < _SUMMARY_ROUNDS and self.inject_summary and self.state.over_limit():
                 self.drop_oldest(summarize=True)  # the block took more room than planned
 
     def _inject(self, request: SummaryRequest, text: str | None) -> None:
         if text is not None:
             self.summary = text
-        if not self.reducer.config.inject_summary:
+        if not self.inject_summary:
             return
         skip = {id(m) for m in self.summary_messages} | self._elsewhere
         self.folded_summaries.extend(m for m in request.folded if id(m) not in skip)
@@ -425,10 +427,10 @@ class ReduceContext:
         elif text is None:
             block = request.folded  # nothing new to say: the old summary stays
         else:
-            block = self.reducer.summaries.block(text, request, self._messages, self.state.format)
+            block = self.summaries.block(text, request, self._messages, self.state.format)
             self.summary_messages = block
             if len(block) == 1:
-                self.reducer.summaries.remember_latest(namespace_key(self.namespace), block[0])
+                self.summaries.remember_latest(namespace_key(self.namespace), block[0])
         at = request.position
         self._messages = self._messages[:at] + block + self._messages[at:]
         self._rebuild()
@@ -437,9 +439,9 @@ class ReduceContext:
         """Plan afresh: a block inserted mid-list has no place in the incremental state.
         The list keeps the format it was read in (pruning may have left only messages that
         several formats read alike)."""
-        state = PlanState(self.reducer.limits)
+        state = PlanState(self.limits)
         state.formats = self.state.formats
-        views, tokens = self.reducer._read(self._messages, lambda i: f"messages[{i}]")
+        views, tokens = self.reader.read(self._messages, lambda i: f"messages[{i}]")
         state.extend(views, tokens)
         self.state = state
 
@@ -482,24 +484,6 @@ class ReduceContext:
         )
 
 
-class Rewrites:
-    """Fingerprints of the messages steps put in place of others (the newest
-    :data:`_REWRITES_KEPT`), by conversation, in the process: their originals reached the
-    hooks, so they themselves are not handed over when they leave. Safe to share between
-    threads."""
-
-    def __init__(self) -> None:
-        self._seen: Bounded[tuple[Any, str], None] = Bounded(_REWRITES_KEPT)
-
-    def add(self, message: Any, conversation: Any) -> None:
-        self._seen.put((conversation, fingerprint(message)), None)
-
-    def holds(self, message: Any, conversation: Any) -> bool:
-        if not self._seen:  # no step has rewritten anything: skip the fingerprint
-            return False
-        return (conversation, fingerprint(message)) in self._seen
-
-
 def _touched(step: ReductionStep, outcome: Any) -> list[Any]:
     """What a step returned, as the list its report holds."""
     if outcome is None:
@@ -510,27 +494,3 @@ def _touched(step: ReductionStep, outcome: Any) -> list[Any]:
             "of messages it touched (or None)"
         )
     return list(outcome)
-
-
-def _request(position: int, folded: list[Any], pruned: list[Any]) -> SummaryRequest:
-    """The summary request of a prune, recognising a block already made for it.
-
-    A folded block whose id is the id this prune's block would get (from the other folded
-    blocks and the pruned messages) is that block, made by the same reducer elsewhere: a
-    subgraph sharing the channel summarises, then its parent merges its list and prunes the
-    same messages. It is used as it is, without another ``summarize_fn`` call.
-    """
-    for index, block in enumerate(folded):
-        others = folded[:index] + folded[index + 1 :]
-        if id_of(block) is not None and id_of(block) == summary_id(others, pruned):
-            return SummaryRequest(position, others, pruned, made=block)
-    return SummaryRequest(position, folded, pruned)
-
-
-def _summary_of(block: Any) -> str | None:
-    """The summary text of a block the reducer made (its header line removed)."""
-    content = content_of(block)
-    if isinstance(content, str):
-        return content.removeprefix(SUMMARY_HEADER)
-    texts = [slot.text for slot in slots_of(block) if slot.kind == "text"]
-    return texts[0].removeprefix(SUMMARY_HEADER) if texts else None

@@ -35,7 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._calls import Call, Effects, Outage, call_sync
+from ._calls import Call, Effects, Outage, call_sync, hook_name
 from ._checks import check_int, check_number
 from .errors import BackgroundHookError, PruneHookError
 from .messages import fingerprint, id_of
@@ -366,11 +366,6 @@ def waiting_error(
     )
     error.__cause__ = first
     return error
-
-
-def hook_name(hook: Any) -> str:
-    """A readable name for a hook, for messages."""
-    return getattr(hook, "__qualname__", None) or repr(hook)
 
 
 _LIVE_BACKGROUNDS: weakref.WeakSet[Background] = weakref.WeakSet()

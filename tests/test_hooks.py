@@ -12,6 +12,7 @@ import pytest
 from agentstate_reducer import (
     Background,
     BackgroundHookError,
+    Handoff,
     MessageReducer,
     PruneHookError,
     ReducerConfig,
@@ -45,7 +46,7 @@ def reducer_with(*hooks: Any, **kwargs: Any) -> MessageReducer:
         "min_messages": 4,
         "max_messages": 6,
         "preserve_first": False,
-        "retry_backoff": 0,
+        "handoff": Handoff(retry_backoff=0),
     }
     options.update(kwargs)
     return MessageReducer(config=ReducerConfig(on_prune=list(hooks), **options))
@@ -80,7 +81,7 @@ def test_messages_without_ids_are_always_delivered() -> None:
 
 def test_dedupe_off_delivers_every_prune() -> None:
     hook = Recorder()
-    reducer = reducer_with(hook, dedupe_on_prune=False)
+    reducer = reducer_with(hook, handoff=Handoff(dedupe=False, retry_backoff=0))
     reducer.reduce(existing=turns(8))
     reducer.reduce(existing=turns(8))
     assert len(hook.ids) == 2 * len(set(hook.ids))
@@ -88,7 +89,7 @@ def test_dedupe_off_delivers_every_prune() -> None:
 
 def test_dedupe_memory_is_bounded() -> None:
     hook = Recorder()
-    reducer = reducer_with(hook, dedupe_window=2)
+    reducer = reducer_with(hook, handoff=Handoff(dedupe_window=2, retry_backoff=0))
     reducer.reduce(existing=turns(8))  # prunes m0..m3; only m2, m3 are remembered
     reducer.reduce(existing=turns(8))
     assert hook.ids.count("m0") == 2 and hook.ids.count("m3") == 1
@@ -121,7 +122,8 @@ def test_keep_mode_prunes_nothing_when_a_hook_fails() -> None:
         raise TimeoutError("slow store")
 
     history = turns(8)
-    result = reducer_with(down, on_prune_error="keep").reduce(existing=history)
+    keep = Handoff(on_error="keep", retry_backoff=0)
+    result = reducer_with(down, handoff=keep).reduce(existing=history)
     assert result.surviving == history and result.pruned == []
     assert isinstance(result.hook_error, PruneHookError)
 
@@ -231,7 +233,7 @@ def test_a_failing_hook_is_left_alone_for_a_while_then_tried_again() -> None:
             raise ConnectionError("down")
         taken.extend(m["id"] for m in pruned)
 
-    reducer = reducer_with(store, retry_backoff=0.3, on_prune_error="keep")
+    reducer = reducer_with(store, handoff=Handoff(retry_backoff=0.3, on_error="keep"))
     history = turns(8)
     for _ in range(6):
         assert reducer.reduce(existing=history).hook_error is not None
@@ -279,7 +281,10 @@ def test_keep_mode_asks_for_no_summary_while_a_hook_waits_out_its_backoff() -> N
         return "earlier questions"
 
     r = reducer_with(
-        down, on_prune_error="keep", retry_backoff=60, summarize_fn=summarize, inject_summary=True
+        down,
+        handoff=Handoff(on_error="keep", retry_backoff=60),
+        summarize_fn=summarize,
+        inject_summary=True,
     )
     history = turns(8)
     for n in range(8, 14):

@@ -22,7 +22,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from . import chat
+import agentstate_reducer.messages.chat as chat
+
 from .base import (
     AI,
     CHAT,
