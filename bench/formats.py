@@ -14,12 +14,12 @@ objects) and read three ways, one message at a time:
 
 Each figure is the best of ``--repeat`` passes. With a baseline (``--baseline-rev``, a git
 revision of this repository from before the format layer, by default the last one,
-``400fab2``), the ``view`` cost of Chat dicts and LangChain messages is also measured by that
+``7c909ec``), the ``view`` cost of Chat dicts and LangChain messages is also measured by that
 revision's reader on the same messages, each side in its own interpreter, in alternating
 rounds (the best round counts), and the ratios say how the format layer changed the fast
 paths (before / after: above 1 is faster now; the target is no more than 10% slower).
 
-    python bench/formats.py                 # 100 turns, best of 7, 3 rounds against 400fab2
+    python bench/formats.py                 # 100 turns, best of 7, 3 rounds against 7c909ec
     python bench/formats.py --quick         # 30 turns, best of 5, 2 rounds
     python bench/formats.py --baseline-rev none
 
@@ -43,7 +43,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 #: The last revision before the format layer (what the fast paths are compared with).
-BASELINE_REV = "400fab2"
+BASELINE_REV = "7c909ec"
 #: The formats compared with the baseline: the fast paths.
 FAST = ("chat", "langchain")
 

@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentstate_reducer import MessageReducer, ReducerConfig
-from agentstate_reducer.messages import fingerprint, general_view, read_view
+from agentstate_reducer.messages import fingerprint, general_view, parts_of, read_view, reader_of
 from agentstate_reducer.validate import (
     BAD_FIRST_MESSAGE,
     DANGLING_CALL,
@@ -282,10 +282,12 @@ def test_sweep_every_count_window_and_a_range_of_token_windows() -> None:
 @given(dialogues(), st.sampled_from(WIRE_FORMATS))
 def test_the_fast_reader_agrees_with_each_formats_reader(elements: list[Element], fmt: str) -> None:
     """For every message of every format, ``read_view`` (the Chat and LangChain fast path,
-    dispatching the rest) gives the view the format's own reader gives."""
+    dispatching the rest) gives the view the format's own reader gives, and ``parts_of``
+    (the counting path) the parts of the format's full read."""
     messages, _ = render_dialogue(elements, fmt)
     for message in messages:
         assert read_view(message) == general_view(message)
+        assert parts_of(message) == reader_of(message).parse(message).parts()
 
 
 @MANY

@@ -69,3 +69,17 @@ def test_a_message_of_any_format_reads_or_is_refused_with_a_type_error(message: 
             read(message)
     with contextlib.suppress(TypeError):
         with_text(message, "shorter")
+
+
+@settings(max_examples=1000, deadline=None)
+@given(any_message())
+def test_the_counting_read_gives_the_parts_the_full_read_gives(message: Any) -> None:
+    """For every Chat-family shape (usual and odd), ``parts_of`` (the counting path, which
+    reads text content and calls directly) gives the parts the Chat format's full read
+    (``parse``) gives, or both refuse the value as not a message."""
+    from agentstate_reducer.messages import parts_of, reader_of
+
+    def full(msg: Any) -> Any:
+        return reader_of(msg).parse(msg).parts()
+
+    assert _view_or_error(parts_of, message) == _view_or_error(full, message)

@@ -57,12 +57,10 @@ from .base import (
 from .blocks import (
     CALL_BLOCKS,
     MEDIA_BLOCKS,
-    REASONING_BLOCKS,
     RESULT_BLOCKS,
     block_formats,
     read_blocks,
     replace_in,
-    result_text,
 )
 
 EXPECTED = (
@@ -397,14 +395,13 @@ class ChatFormat(MessageFormat):
         return parsed
 
     def parts(self, msg: Any) -> Parts:
-        """What counts, read directly (the counting path): the content's text (a string,
-        or each text block), images at a fixed cost, other blocks as JSON; for an ai
-        message its calls (``tool_calls``, a legacy ``function_call``, and call blocks
-        whose id is not in ``tool_calls``); thinking and reasoning blocks by their text, a
-        ``tool_result`` block by its content's text."""
+        """What counts: the same parts as ``parse(msg).parts()`` (a property test checks
+        it), read directly for the shapes counting meets most (text content, calls in
+        ``tool_calls`` or a legacy ``function_call``); content blocks are read as
+        :meth:`parse` reads them."""
         # The fields are looked up once here (the accessors would each find them again):
         # counting reads every message of a list in token mode.
-        fields = fields_of(msg)
+        fields = msg if type(msg) is dict and "data" not in msg else fields_of(msg)
         if fields is None:
             raw = getattr(msg, "type", None)
             found = getattr(msg, "content", None)
@@ -419,51 +416,43 @@ class ChatFormat(MessageFormat):
             role = self.role(msg)  # serialised forms, chat roles, odd values: the rules
         texts: list[str] = []
         calls: list[tuple[str, str]] = []
-        images = 0
-        known: tuple[str, ...] = ()
+        entries: list[Any] = []
+        legacy: Any = None
         if role == AI:
-            entries = tool_calls(msg)
+            # As tool_calls() and function_call() read them: the message's own field, else
+            # the same key of its additional_kwargs.
+            if fields is not None:
+                own, legacy = fields.get("tool_calls"), fields.get("function_call")
+                extra = fields.get("additional_kwargs")
+            else:
+                own, legacy = getattr(msg, "tool_calls", None), function_call_attribute(msg)
+                extra = getattr(msg, "additional_kwargs", None)
+            if (not own or not legacy) and isinstance(extra, Mapping):
+                own = own or extra.get("tool_calls")
+                legacy = legacy or extra.get("function_call")
+            entries = list(own) if own else []
             calls = [tool_call_parts(call) for call in entries]
-            legacy = function_call(msg)
-            if legacy is not None:
+            if legacy:
                 calls.append(function_call_parts(legacy))
-            if isinstance(found, list):
-                known = tuple(filter(None, map(call_id, entries)))
+        if role in (TOOL, FUNCTION):
+            # A result's whole content is its output, as parse() reads it.
+            return Parts([_content_text(found)], calls, _content_images(found))
         if found is None:
-            pass
-        elif type(found) is str:
+            return Parts(texts, calls, 0)
+        if type(found) is str:
             texts.append(found)
-        elif isinstance(found, list):
-            for block in found:
-                if isinstance(block, str):
-                    texts.append(block)
-                elif not isinstance(block, Mapping):
-                    texts.append(str(block))
-                else:
-                    kind = block.get("type")
-                    if kind in MEDIA_BLOCKS:
-                        images += 1
-                    elif isinstance(block.get("text"), str):
-                        texts.append(block["text"])
-                    elif role == AI and kind in CALL_BLOCKS:
-                        keys = CALL_BLOCKS[str(kind)]
-                        if block.get(keys[0]) not in known:
-                            name = block.get(keys[1])
-                            calls.append(
-                                (name if isinstance(name, str) else "", as_text(block.get(keys[2])))
-                            )
-                    elif kind in RESULT_BLOCKS:
-                        texts.append(result_text(block.get("content")))
-                    elif kind in REASONING_BLOCKS:
-                        thought = block.get(REASONING_BLOCKS[str(kind)])
-                        texts.append(thought if isinstance(thought, str) else _json(block))
-                    elif kind == "redacted_thinking":
-                        continue
-                    else:
-                        texts.append(_json(block))
-        else:
+            return Parts(texts, calls, 0)
+        if not isinstance(found, list):
             texts.append(str(found))
-        return Parts(texts, calls, images)
+            return Parts(texts, calls, 0)
+        # Content blocks: read as parse() reads them (the rarer case, so not inlined).
+        parsed = Parsed(role, None, CHAT)
+        if role == AI:
+            parsed.calls = [(call_id(c), *tool_call_parts(c), c) for c in entries]
+            if legacy:
+                parsed.calls.append((None, *function_call_parts(legacy), legacy))
+        read_blocks(parsed, found, ("content",), calls=role == AI)
+        return parsed.parts()
 
     def rewrite(self, msg: Any, changes: Mapping[tuple[Any, ...], str | None]) -> Any:
         new = _changed_content(content(msg), changes)

@@ -698,12 +698,12 @@ def _message_tokens(message: Any, text_tokens: Callable[[str], int]) -> int:
     :func:`~agentstate_reducer.messages.parts_of`): text, reasoning and tool results by
     ``text_tokens``, images at a fixed cost, and for ai messages each call's name and
     arguments (a legacy function_call too), each part once."""
-    parts = parts_of(message)
-    total = MESSAGE_OVERHEAD + IMAGE_TOKENS * parts.images
-    for text in parts.texts:
+    texts, calls, images = parts_of(message)
+    total = MESSAGE_OVERHEAD + IMAGE_TOKENS * images if images else MESSAGE_OVERHEAD
+    for text in texts:
         if text:
             total += text_tokens(text)
-    for name, arguments in parts.calls:
+    for name, arguments in calls:
         total += TOOL_CALL_OVERHEAD + text_tokens(name) + text_tokens(arguments)
     return total
 
