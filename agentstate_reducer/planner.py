@@ -65,6 +65,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, TypeVar
 
 from .messages import (
@@ -86,6 +87,7 @@ if TYPE_CHECKING:
     from .config import ReducerConfig
 
 _NO_LINK = -1
+_FORMATS_OF = attrgetter("formats")
 _T = TypeVar("_T")
 #: Roles of the message ``preserve_first="system"`` keeps at index 0.
 _INSTRUCTION_ROLES = (SYSTEM, "developer")
@@ -145,6 +147,7 @@ class PlanState:
         "_caller_of_call",
         "_caller_seq",
         "_forced",
+        "_format_mask",
         "_human_seqs",
         "_last_result",
         "_limits",
@@ -171,6 +174,7 @@ class PlanState:
         """The list's roles must alternate (its format's rule): window ends keep that."""
         self.formats = ANY_FORMAT
         """The formats every message of the list fits."""
+        self._format_mask = ANY_FORMAT  # the formats ``format`` was told from
         self.views: list[MessageView] = []
         self.tokens: list[int] = []
         self.total = 0
@@ -216,11 +220,16 @@ class PlanState:
             def where(index: int) -> str:
                 return f"messages[{position + index}]"
 
-        self.formats = combine(
-            views, where, mask=self.formats, forced=self._forced, earlier=self.views
-        )
-        if self._forced is None:
-            self.format = format_of_mask(self.formats)
+        mask = self.formats
+        for formats in set(map(_FORMATS_OF, views)):
+            mask &= formats
+        if not mask or (self._forced is not None and not mask & self._forced.bit):
+            # A message of another format (combine says which two, and raises).
+            combine(views, where, mask=self.formats, forced=self._forced, earlier=self.views)
+        self.formats = mask
+        if self._forced is None and mask != self._format_mask:
+            self._format_mask = mask
+            self.format = format_of_mask(mask)
             self.alternates = self.format.alternates
         if position == 0 and views and self._limits.preserve_first == "system":
             self._start = 1 if views[0].role in _INSTRUCTION_ROLES else 0
@@ -256,8 +265,12 @@ class PlanState:
                             self._name_call(call_id, anchor, view.call_ids)
                         else:
                             caller_of_call[call_id] = anchor
-            if cascade and view.results_for and not view.summary and caller == _NO_LINK:
-                found = self._answer(view.results_for)
+            answers = view.results_for if role != AI else ()
+            if answers and cascade and caller == _NO_LINK and not view.summary:
+                # One result answering a call by its id: the common case, looked up here.
+                found = caller_of_call.get(answers[0]) if len(answers) == 1 else None
+                if found is None:
+                    found = self._answer(answers)
                 if found is not None:
                     caller = found
                     if role not in (HUMAN, AI):
@@ -580,16 +593,19 @@ class PlanState:
             self.tokens[position] = tokens
 
     def _forget(self, position: int) -> None:
-        view = self.views[position]
         seq = self._seq[position]
-        anchor = self._caller_seq[position]
-        anchor = seq if anchor == _NO_LINK else anchor
-        for call_id in view.call_ids:
-            if self._caller_of_call.get(call_id) == anchor:
-                del self._caller_of_call[call_id]
-            entry = self._named_calls.get(call_id)
-            if entry is not None and entry[0] == anchor:
-                del self._named_calls[call_id]
+        calls = self.views[position].call_ids
+        if calls:
+            anchor = self._caller_seq[position]
+            anchor = seq if anchor == _NO_LINK else anchor
+            named = self._named_calls
+            for call_id in calls:
+                if self._caller_of_call.get(call_id) == anchor:
+                    del self._caller_of_call[call_id]
+                if named:
+                    entry = named.get(call_id)
+                    if entry is not None and entry[0] == anchor:
+                        del named[call_id]
         self._last_result.pop(seq, None)
 
     def _last_valid_end(self, bound: int, allowed: list[bool] | None = None) -> int | None:

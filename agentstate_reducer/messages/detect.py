@@ -246,6 +246,12 @@ def combine(
             running &= view.formats
             continue
         other = _first_unlike(every[:index], view.formats)
+        if not every[:index] or every[other].formats & view.formats:
+            raise TypeError(
+                f"{where(index - offset)} is {_describe_formats(view.formats)} message, but "
+                f"the list is {_describe_formats(running)} one (a list holds messages of "
+                "one format)"
+            )
         raise TypeError(
             f"{where(index - offset)} is {_describe_formats(view.formats)} message, but "
             f"{where(other - offset)} is {_describe_formats(every[other].formats)} one: a "

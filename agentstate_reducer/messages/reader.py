@@ -103,14 +103,13 @@ def role_of(msg: Any) -> str:
 
 
 def id_of(msg: Any) -> str | None:
-    """The message's id, or None when it has none."""
-    fmt = _reader(msg)
-    if fmt is None or _chat(fmt):
-        return chat.message_id(msg)
-    try:
-        return fmt.parse(msg).id
-    except TypeError:
-        return None
+    """The message's id, or None when it has none.
+
+    Every format keeps it in the same place (an ``id`` key or attribute; ``data.id`` in
+    LangChain's serialised form), so this reads it without telling the format first: it
+    is on the hot path of LangGraph's merge.
+    """
+    return chat.message_id(msg)
 
 
 def content_of(msg: Any) -> Any:
