@@ -190,6 +190,14 @@ class ReducerConfig:
             ``usage_metadata``): the messages before it count what the provider measured,
             the rest are estimated; ``ReducerResult.calibration`` says which is which (see
             :mod:`agentstate_reducer.calibration`). On in :meth:`for_model`.
+        format: The lists' wire format, when it should not be told from each list (see
+            :mod:`agentstate_reducer.messages.detect`): ``"chat"`` (Chat Completions and
+            LangChain, also ``"langchain"`` and ``"duck"``), ``"anthropic"``,
+            ``"responses"``, ``"gemini"``, ``"bedrock"`` or ``"llama_index"``. None (the
+            default) recognises each list's format from its messages; a list of plain text
+            messages, which read the same in several formats, is read as Chat: name the
+            format to have its rules kept there (Anthropic's alternating roles, say). Every
+            message must fit the format named (else ``TypeError``).
 
     The keywords ``namespace_key``, ``dedupe_on_prune``, ``dedupe_window``,
     ``on_prune_error``, ``max_pending_handoff`` and ``retry_backoff`` are deprecated: each
@@ -223,6 +231,7 @@ class ReducerConfig:
     policy: Sequence[ReductionStep] | None = field(default=None, kw_only=True)
     mode: Mode = field(default="reduce", kw_only=True)
     calibrate: bool = field(default=False, kw_only=True)
+    format: str | None = field(default=None, kw_only=True)
 
     # Written out (not generated) to take the keywords Handoff replaced; the defaults are
     # the fields' (tests/test_config.py checks they agree).
@@ -248,6 +257,7 @@ class ReducerConfig:
         policy: Sequence[ReductionStep] | None = None,
         mode: Mode = "reduce",
         calibrate: bool = False,
+        format: str | None = None,
         namespace_key: str | _Unset = _UNSET,
         dedupe_on_prune: bool | _Unset = _UNSET,
         dedupe_window: int | _Unset = _UNSET,
@@ -283,6 +293,7 @@ class ReducerConfig:
             "policy": policy,
             "mode": mode,
             "calibrate": calibrate,
+            "format": format,
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -367,6 +378,9 @@ class ReducerConfig:
                 "calibrate=True calibrates token counts to the counts responses report: set "
                 "max_tokens (token mode), or use ReducerConfig.for_model(model)"
             )
+        from .messages import FORMATS
+
+        check_choice("format", self.format, tuple(FORMATS), allow_none=True)
         from .steps.policy import check_policy
 
         check_policy(

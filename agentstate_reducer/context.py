@@ -246,7 +246,8 @@ class ReduceContext:
             with_memory_flag(message, view_of(message, f"inserted messages[{i}]"))
             for i, message in enumerate(block)
         ]
-        unpaired = [p for p in find_problems(views) if p.kind in (ORPHAN_RESULT, DANGLING_CALL)]
+        problems = find_problems(views, format=self.state.format)
+        unpaired = [p for p in problems if p.kind in (ORPHAN_RESULT, DANGLING_CALL)]
         if unpaired:
             first = unpaired[0]
             raise ValueError(
@@ -450,7 +451,7 @@ class ReduceContext:
         elif text is None:
             block = request.folded  # nothing new to say: the old summary stays
         else:
-            block = self.summaries.block(text, request, self._messages)
+            block = self.summaries.block(text, request, self._messages, self.state.format)
             self.summary_messages = block
             if len(block) == 1:
                 self.summaries.remember_latest(namespace_key(self.namespace), block[0])
@@ -459,8 +460,11 @@ class ReduceContext:
         self._rebuild()
 
     def _rebuild(self) -> None:
-        """Plan afresh: a block inserted mid-list has no place in the incremental state."""
+        """Plan afresh: a block inserted mid-list has no place in the incremental state.
+        The list keeps the format it was read in (pruning may have left only messages that
+        several formats read alike)."""
         state = PlanState(self.limits)
+        state.formats = self.state.formats
         views, tokens = self.reader.read(self._messages, lambda i: f"messages[{i}]")
         state.extend(views, tokens)
         counted = self._counted

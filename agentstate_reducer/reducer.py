@@ -233,7 +233,7 @@ class MessageReducer:
             TypeError: ``messages`` is not a list of messages; the error names the index.
         """
         combined = _as_list(messages, "messages")
-        state = self._read(combined, None, remember=False)
+        state = self._read(combined, None, remember=False)  # a mix of formats raises here
         total = state.total if self._config.token_mode else None
         return ReducerResult(
             surviving=combined,
@@ -243,6 +243,7 @@ class MessageReducer:
                 total_tokens=total,
                 max_tokens=self._config.history_max_tokens,
                 max_messages=self._config.max_messages,
+                format=state.format,
             ),
             tokens_before=total or 0,
             tokens_after=total or 0,
@@ -488,7 +489,7 @@ class MessageReducer:
         conversation = namespace_key(namespace)
         state, known = self._plans.resume(combined)
         views, tokens = self._reader.read(combined[known:], lambda i: where(known + i))
-        state.extend(views, tokens)
+        state.extend(views, tokens, lambda i: where(known + i))
         if self._config.calibrate:
             calibrate(state, combined, known, self._shown, conversation)
         calibration = self._calibration(state)
@@ -580,7 +581,7 @@ class MessageReducer:
         """A fresh plan state of ``combined``, calibrated when the config says so."""
         state = PlanState(self._limits)
         views, tokens = self._reader.read(combined, lambda i: f"messages[{i}]")
-        state.extend(views, tokens)
+        state.extend(views, tokens)  # a mix of formats raises here
         if self._config.calibrate:
             conversation = namespace_key(namespace)
             calibrate(state, combined, 0, self._shown, conversation, remember=remember)

@@ -41,6 +41,7 @@ PREFERRED = (
     "cosmos_bench",
     "cosmos_cost",
     "token_accuracy",
+    "formats",
 )
 
 

@@ -329,6 +329,7 @@ def _changes_for_every_field() -> dict[str, Any]:
         "policy": [ClearToolOutputs(), DropOldest()],
         "mode": "validate",
         "calibrate": True,
+        "format": "anthropic",
     }
 
 
