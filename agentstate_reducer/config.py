@@ -186,10 +186,10 @@ class ReducerConfig:
             problems on ``ReducerResult.problems``.
         calibrate: Token mode: calibrate the count to the input tokens the provider
             reported for the newest response that says (LangChain's ``usage_metadata``,
-            the ``usage`` of Anthropic, OpenAI Chat and Responses, Gemini's
-            ``usage_metadata``): the messages before it count what the provider measured,
-            the rest are estimated; ``ReducerResult.calibration`` says which is which (see
-            :mod:`agentstate_reducer.calibration`). On in :meth:`for_model`.
+            the ``usage`` of Anthropic, OpenAI Chat and Responses, Bedrock Converse,
+            Gemini's ``usage_metadata``): the messages before it count what the provider
+            measured, the rest are estimated; ``ReducerResult.calibration`` says which is
+            which (see :mod:`agentstate_reducer.calibration`). On in :meth:`for_model`.
         format: The lists' wire format, when it should not be told from each list (see
             :mod:`agentstate_reducer.messages.detect`): ``"chat"`` (Chat Completions and
             LangChain, also ``"langchain"`` and ``"duck"``), ``"anthropic"``,

@@ -28,7 +28,7 @@ from .errors import StepError
 from .hooks import namespace_key
 from .messages import view_of
 from .planner import PlanLimits, PlanState
-from .reader import Reader, with_memory_flag
+from .reader import Reader
 from .result import ReducerResult
 from .rewrites import Rewrites
 from .steps.contract import ReductionStep, StepReport
@@ -206,9 +206,7 @@ class ReduceContext:
     def replace(self, position: int, message: Any) -> None:
         """Put a rewritten message (same role and tool links) at ``position``."""
         current = self._messages[self._position(position)]
-        view = with_memory_flag(
-            message, view_of(message, f"the replacement for messages[{position}]")
-        )
+        view = view_of(message, f"the replacement for messages[{position}]")
         self.state.replace(position, view, self.count(message))
         if self._counted is not None:
             estimated = self._counted.get(id(current), (0, True))[1]
@@ -242,10 +240,7 @@ class ReduceContext:
                 f"(position {question}), the question being answered"
             )
         block = list(messages)
-        views = [
-            with_memory_flag(message, view_of(message, f"inserted messages[{i}]"))
-            for i, message in enumerate(block)
-        ]
+        views = [view_of(message, f"inserted messages[{i}]") for i, message in enumerate(block)]
         problems = find_problems(views, format=self.state.format)
         unpaired = [p for p in problems if p.kind in (ORPHAN_RESULT, DANGLING_CALL)]
         if unpaired:

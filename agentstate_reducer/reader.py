@@ -11,17 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .messages import HUMAN, MessageView, read_view, view_of
-from .recalled import is_memory
+from .messages import MessageView, read_view, view_of
 from .tokens import TokenCounter
-
-
-def with_memory_flag(message: Any, view: MessageView) -> MessageView:
-    """``view``, flagged as a block (``summary``) when ``message`` is a memory block: the
-    plan keeps it as it keeps a summary block, and it starts no user turn."""
-    if view.role == HUMAN and not view.summary and is_memory(message):
-        return view._replace(summary=True)
-    return view
 
 
 class Reader:
@@ -57,9 +48,6 @@ class Reader:
         except TypeError:
             # Read again, naming positions, to say which entry is not a message.
             views = [view_of(message, where(i)) for i, message in enumerate(messages)]
-        for i, view in enumerate(views):
-            if view.role == HUMAN and not view.summary and is_memory(messages[i]):
-                views[i] = view._replace(summary=True)
         count = self.counter
         if count is None:
             return views, None

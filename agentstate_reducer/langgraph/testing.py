@@ -262,7 +262,9 @@ class HashedWordEmbeddings(Embeddings):
         for word in terms(text):
             digest = hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8)
             vector[int.from_bytes(digest.digest(), "big") % self.dims] += 1.0
-        norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+        if not any(vector):
+            vector[0] = 1.0  # a text of no words: one fixed direction (a zero vector has none)
+        norm = math.sqrt(sum(x * x for x in vector))
         return [x / norm for x in vector]
 
     @override

@@ -4,8 +4,8 @@
 a store (:class:`~agentstate_reducer.langgraph.StoreMemory` writes it there). This step
 searches that store with the newest human message and inserts the ``k`` best memories as
 one memory block (:mod:`agentstate_reducer.recalled`) after the system prompt, in the
-list's own kind of message, within a room of its own (``max_tokens``), so the question and
-the kept turns are never pushed out by it.
+list's own format and kind of message, within a room of its own (``max_tokens``), so the
+question and the kept turns are never pushed out by it.
 
 It is a **view-only** step (``view_only = True``): it runs in
 :meth:`~agentstate_reducer.MessageReducer.view` (the agents' ``mode="view"``, and every
@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_callable, check_int
 from .._memory import Bounded
-from ..messages import SYSTEM
+from ..messages import SYSTEM, MessageFormat, detect
 from ..recalled import MEMORY_HEADER, MEMORY_SOURCE, is_memory, memory_block
 from ..tokens import estimate_tokens
 from .contract import ReductionStep, StepContext
@@ -162,18 +163,30 @@ class Recall(ReductionStep):
             if context.is_summary(p) and is_memory(context.messages[p])
         ]
         memories = self._not_in_view(context, answer)
-        block = self._block(context, memories, existing)
-        if block is None:
+        if not memories:
             return []
+        fmt = detect(context.messages)
         if existing:
-            context.replace(existing[0], block)
-            return [block]
-        for position in self._places(context):
+            # A block from before (a view written back into the list): its messages take
+            # the new text, when the new block has as many (the roles around are the same).
+            block = self._block(context, memories, existing, existing[0], fmt)
+            if block is None or len(block) != len(existing):
+                return []
             try:
-                context.insert(position, [block])
+                for position, message in zip(existing, block, strict=True):
+                    context.replace(position, message)
+            except ValueError:
+                return []  # another role than the old block's: the old block stays
+            return block
+        for position in self._places(context):
+            block = self._block(context, memories, existing, position, fmt)
+            if block is None:
+                return []
+            try:
+                context.insert(position, block)
             except ValueError:
                 continue  # the kept first message, or inside a tool group: the next place
-            return [block]
+            return block
         return []
 
     def _fetch(self) -> int:
@@ -224,10 +237,16 @@ class Recall(ReductionStep):
         shown = {" ".join(message_text(m).split()) for m in context.messages}
         return [memory for memory in memories if memory.text not in shown]
 
-    def _block(self, context: StepContext, memories: Sequence[_Memory], existing: list[int]) -> Any:
-        """The block of the best memories that fit the room, or None when none fits."""
-        if not memories:
-            return None
+    def _block(
+        self,
+        context: StepContext,
+        memories: Sequence[_Memory],
+        existing: list[int],
+        position: int,
+        fmt: MessageFormat,
+    ) -> list[Any] | None:
+        """The block of the best memories that fit the room, to go at ``position``, or
+        None when none fits."""
         count: Callable[[Any], int] = context.count if context.token_mode else estimate_tokens
         room = self.max_tokens
         if context.token_mode and context.target is not None:
@@ -243,9 +262,13 @@ class Recall(ReductionStep):
         for memory in memories[: self.k]:
             candidate = [*lines, _BULLET + memory.text]
             built = memory_block(
-                MEMORY_HEADER + "\n".join(candidate), _block_id(candidate), context.messages
+                MEMORY_HEADER + "\n".join(candidate),
+                _block_id(candidate),
+                context.messages,
+                position,
+                fmt,
             )
-            if count(built) > room:
+            if sum(map(count, built)) > room:
                 continue  # a shorter memory further down may still fit
             lines, block = candidate, built
         return block
@@ -263,7 +286,8 @@ class Recall(ReductionStep):
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A score a store gave (a NaN, from a zero vector, is none)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _block_id(lines: Sequence[str]) -> str:

@@ -15,6 +15,8 @@ What is read, on a message of the ai role, first found wins:
   ``input_tokens`` leaves out the cached part) and the OpenAI Responses API (whose
   ``input_tokens`` holds it, and which has no such fields);
 * ``usage.prompt_tokens``: OpenAI Chat Completions;
+* ``usage.inputTokens`` plus ``cacheReadInputTokens`` and ``cacheWriteInputTokens``:
+  Bedrock Converse (as Strands keeps it);
 * ``usage_metadata.prompt_token_count``: Gemini (google-genai, Google ADK), cached content
   included.
 
@@ -39,7 +41,8 @@ class UsageReport(NamedTuple):
     """The input tokens the call was charged (the whole prompt, cached parts included)."""
     source: str
     """Where it was read: ``"usage_metadata.input_tokens"``, ``"usage.input_tokens"``,
-    ``"usage.prompt_tokens"`` or ``"usage_metadata.prompt_token_count"``."""
+    ``"usage.prompt_tokens"``, ``"usage.inputTokens"`` or
+    ``"usage_metadata.prompt_token_count"``."""
 
 
 @dataclass(frozen=True)
@@ -147,4 +150,14 @@ def reported_input_tokens(message: Any) -> UsageReport | None:
         found = _count(_field(usage, "prompt_tokens"))
         if found is not None:
             return UsageReport(found, "usage.prompt_tokens")
+        uncached = _field(usage, "inputTokens")
+        if type(uncached) is int and uncached >= 0:
+            # Bedrock Converse, whose inputTokens leave out the cache's reads and writes too.
+            total = (
+                uncached
+                + _extra(_field(usage, "cacheReadInputTokens"))
+                + _extra(_field(usage, "cacheWriteInputTokens"))
+            )
+            if total > 0:
+                return UsageReport(total, "usage.inputTokens")
     return None
