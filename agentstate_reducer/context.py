@@ -29,6 +29,7 @@ from .hooks import namespace_key
 from .messages import view_of
 from .planner import PlanLimits, PlanState
 from .reader import Reader
+from .recalled import is_memory
 from .result import ReducerResult
 from .rewrites import Rewrites
 from .steps.contract import ReductionStep, StepReport
@@ -496,7 +497,10 @@ class ReduceContext:
         """What leaves the list, as it was: the pruned messages and the originals of the
         rewritten ones, without messages a step rewrote in an earlier reduce (their
         originals reached the hooks then)."""
-        leaving = (*self._oldest_first(self.pruned), *self.rewritten())
+        # A memory block is a block: never pruned as a message; a step rewriting one (a
+        # truncation) does not hand its text over either, the store holds it already.
+        rewritten = [m for m in self.rewritten() if not is_memory(m)]
+        leaving = (*self._oldest_first(self.pruned), *rewritten)
         return [m for m in leaving if not is_rewrite(m)]
 
     def result(self) -> ReducerResult:

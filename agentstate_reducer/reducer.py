@@ -31,7 +31,6 @@ from .hooks import (
 from .messages import view_of
 from .planner import PlanLimits, PlanState
 from .reader import Reader
-from .recalled import is_memory
 from .result import ReducerResult
 from .rewrites import Rewrites
 from .session import PlanCache
@@ -627,8 +626,8 @@ class MessageReducer:
         )
 
     def _is_rewrite(self, message: Any, conversation: Any = None) -> bool:
-        if any(step.rewrote(message) for step in self._policy) or is_memory(message):
-            return True  # a memory block's text is in the store already
+        if any(step.rewrote(message) for step in self._policy):
+            return True
         return self.rewrites.holds(message, conversation)
 
     def _unchanged(
