@@ -95,6 +95,12 @@ class ReducerConfig:
             overrides it per call (the checkpoint savers use ``"keep"``).
         max_pending_handoff: Messages a failing hook may have waiting for a retry (per
             hook); once that many wait, a reduce that would hand it more prunes nothing.
+        handoff_wait: Seconds a reduce waits for another reduce of the same conversation
+            that is handing the same messages to a hook (threads, tasks, the middleware and
+            the checkpoint saver sharing a reducer): when that hand-off succeeds they are
+            not handed over again, when it fails they are kept as this reduce's own failure
+            would keep them; after this long they are kept (in the list: nothing is
+            pruned), so a hook that never returns holds no other reduce for longer.
         retry_backoff: Seconds a hook or ``summarize_fn`` that failed is left alone before
             it is called again (doubled on each further failure, up to 60 s); reduces
             meanwhile treat it as still failing (keeping the messages, as on a failure), so
@@ -137,6 +143,7 @@ class ReducerConfig:
     dedupe_window: int = 10_000
     on_prune_error: OnPruneError = "raise"
     max_pending_handoff: int = 10_000
+    handoff_wait: float = 30.0
     retry_backoff: float = 1.0
     reply_reserve: int = 0
     start_on_human: bool = False
@@ -206,6 +213,7 @@ class ReducerConfig:
         check_int("dedupe_window", self.dedupe_window, minimum=1)
         check_choice("on_prune_error", self.on_prune_error, ("raise", "keep"))
         check_int("max_pending_handoff", self.max_pending_handoff, minimum=0)
+        check_number("handoff_wait", self.handoff_wait, minimum=0)
         check_number("retry_backoff", self.retry_backoff, minimum=0)
         if self.summary_max_tokens is not None:
             check_int("summary_max_tokens", self.summary_max_tokens, minimum=1)

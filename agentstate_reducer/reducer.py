@@ -99,6 +99,7 @@ class MessageReducer:
             window=config.dedupe_window,
             pending_limit=config.max_pending_handoff,
             backoff=config.retry_backoff,
+            wait=config.handoff_wait,
         )
         # The plan state of the last list this reducer returned (see _Session), so that a
         # chat growing by a turn costs work for that turn only. A reduce takes it out while
@@ -162,7 +163,13 @@ class MessageReducer:
             ValueError: A hook setting is changed, or the changed config is invalid.
             TypeError: A field has the wrong type, or is not a ReducerConfig field.
         """
-        shared = ("on_prune", "dedupe_on_prune", "dedupe_window", "max_pending_handoff")
+        shared = (
+            "on_prune",
+            "dedupe_on_prune",
+            "dedupe_window",
+            "max_pending_handoff",
+            "handoff_wait",
+        )
         for name in shared:
             if name in changes and changes[name] != getattr(self._config, name):
                 raise ValueError(
@@ -499,7 +506,7 @@ class MessageReducer:
         batch = context.handoff(lambda message: self._is_rewrite(message, conversation))
         if batch and self._delivery:
             failures = yield from self._delivery.deliver(
-                batch, namespace, keep_failed=mode == "raise"
+                batch, namespace, keep_failed=mode == "raise", source=combined
             )
             self._log_retry_failures(failures)
             lost = [f for f in failures if f.messages]
