@@ -7,11 +7,20 @@ the reducer, inside the channel.
 
 from __future__ import annotations
 
+import hashlib
 import threading
+import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from langchain_core.messages import RemoveMessage
+from langchain_core.messages import (
+    BaseMessage,
+    BaseMessageChunk,
+    RemoveMessage,
+    convert_to_messages,
+    message_chunk_to_message,
+)
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.errors import InvalidUpdateError
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
@@ -173,9 +182,16 @@ class _BoundedMerge:
         # LangGraph compares channel operators by name (and lambdas as equal).
         self.__name__ = f"bounded_{merge}"
 
-    def merge(self, existing: Any, update: Any) -> list[Any]:
+    def merge(self, existing: Any, update: Any, ids: _StepIds | None = None) -> list[Any]:
+        """Merge one update; ``ids`` names the id-less messages of the super-step's
+        updates (a fresh one per call when None: the update is a step of its own)."""
         if self.mode == "add_messages":
-            return _add_messages(existing, update, format=self.format)
+            if existing is None or update is None:
+                return _add_messages(existing, update, format=self.format)  # its own error
+            if ids is None:
+                ids = _StepIds(existing)
+            left = ids.name_left(existing)
+            return _add_messages(left, ids.name(update, left), format=self.format)
         return _append(existing, update)
 
     def bound(self, merged: list[Any]) -> list[Any]:
@@ -214,6 +230,7 @@ class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
             return False
         merged: Any = self.value if isinstance(self.value, list) else []
         overwritten = False
+        ids = _StepIds(merged)
         for value in values:
             is_overwrite, replacement = _overwrite_of(value)
             if is_overwrite:
@@ -224,9 +241,121 @@ class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
                     )
                 merged, overwritten = replacement, True
             elif not overwritten:
-                merged = self.operator.merge(merged, value)
+                merged = self.operator.merge(merged, value, ids)
         self.value = merged if overwritten else self.operator.bound(merged)
         return True
+
+
+class _StepIds:
+    """Deterministic ids for the messages without one in a super-step's updates.
+
+    ``add_messages`` gives such a message a random id each time it merges it, and
+    LangGraph merges the same writes again on every ``get_state`` of a thread with pending
+    writes and on the resume after an ``interrupt()``: each replay would make new messages
+    of old ones, so the summary, its id and the hand-off would see them as new. Here a
+    message without an id gets one derived from
+
+    * the id of the last message of the list the super-step started from (the same in
+      every replay of the step: it is what the checkpoint holds);
+    * a digest of the whole update it came in (its messages' fingerprints, so two writes
+      of different content never share ids), and its index in that update;
+    * how many equal updates came before it in the step (parallel tasks writing exactly
+      the same messages stay distinct).
+
+    LangGraph applies a step's writes sorted by task path, so the same tasks always come
+    in the same order. Parallel tasks with different writes get the same ids whether or
+    not a task still waits in an ``interrupt()`` (a ``get_state`` preview applies the
+    writes of the finished tasks only, the resume all of them); only tasks writing
+    exactly equal updates are numbered in order, so one of those may be numbered
+    differently in a preview than after the resume. A list with no message yet has
+    nothing to derive from: there the ids are random, as ``add_messages`` makes them (a
+    chain of derived ids then starts from a random one, so two threads saying the same
+    things still get ids of their own). Invariant: the ids depend only on the stored list
+    and the step's writes, never on time or on the process. Unlike ``add_messages``, the
+    message object a node wrote is not given the id in place: a copy with it is merged, so
+    a saver that stores the write after this merge stores what the node wrote.
+    """
+
+    __slots__ = ("_anchor", "_seen")
+
+    def __init__(self, existing: Any) -> None:
+        last = existing[-1] if isinstance(existing, list) and existing else None
+        self._anchor: str | None = None if last is None else id_of(last)
+        self._seen: Counter[str] = Counter()
+
+    def name(self, update: Any, existing: list[Any]) -> list[Any]:
+        """``update`` as messages (coerced as ``add_messages`` coerces it), every one with
+        an id that no message of ``existing`` has."""
+        right = _coerce(update if isinstance(update, list) else [update])
+        if all(m.id is not None for m in right):
+            return right
+        digest = hashlib.sha256()
+        for message in right:
+            digest.update(fingerprint(message).encode())
+        write = digest.hexdigest()
+        occurrence = self._seen[write]
+        self._seen[write] += 1
+        taken = {m.id for m in existing} | {m.id for m in right if m.id is not None}
+        named: list[Any] = []
+        for index, message in enumerate(right):
+            if message.id is None:
+                name = f"{write}:{occurrence}:{index}"
+                new_id = self._derive(name)
+                salt = 0
+                # Only a list reordered by REMOVE_ALL_MESSAGES can hold a derived id again;
+                # a new message must never replace it (add_messages would append).
+                while new_id in taken:
+                    salt += 1
+                    new_id = self._derive(f"{name}:{salt}")
+                taken.add(new_id)
+                message = _with_id(message, new_id)
+            named.append(message)
+        return named
+
+    def name_left(self, existing: Any) -> list[Any]:
+        """The stored list with ids for messages that lack one (a value an ``Overwrite``
+        stored as given): derived from the message before it and its content."""
+        left = existing if isinstance(existing, list) else [existing]
+        if all(isinstance(m, BaseMessage) and m.id is not None for m in left):
+            return left
+        previous = ""
+        seen: Counter[tuple[str, str]] = Counter()
+        named: list[Any] = []
+        for message in _coerce(left):
+            if message.id is None:
+                fp = fingerprint(message)
+                count = seen[(previous, fp)]
+                seen[(previous, fp)] += 1
+                message = _with_id(
+                    message, str(uuid.uuid5(_ID_NAMESPACE, f"left:{previous}:{fp}:{count}"))
+                )
+            previous = message.id
+            named.append(message)
+        return named
+
+    def _derive(self, name: str) -> str:
+        if self._anchor is None:
+            return str(uuid.uuid4())
+        return str(uuid.uuid5(_ID_NAMESPACE, f"{self._anchor}:{name}"))
+
+
+#: The uuid5 namespace of the ids the channel derives (any fixed uuid would do).
+_ID_NAMESPACE = uuid.UUID("5f0cfe5e-4b43-4a0b-9a43-0b9d8e1fd3a7")
+
+
+def _with_id(message: BaseMessage, new_id: str) -> BaseMessage:
+    """A copy of ``message`` with ``new_id``: the object a node wrote is left as it is, so
+    a write a saver stores later (after this merge) is stored as the node wrote it, and
+    every replay derives the same id from it."""
+    return message.model_copy(update={"id": new_id})
+
+
+def _coerce(messages: list[Any]) -> list[Any]:
+    """Messages as ``add_messages`` coerces them (dicts, tuples and strings converted,
+    chunks made whole; a list of plain messages returned as it is)."""
+    if all(isinstance(m, BaseMessage) and not isinstance(m, BaseMessageChunk) for m in messages):
+        return messages
+    return [message_chunk_to_message(m) for m in convert_to_messages(messages)]
 
 
 def _overwrite_of(value: Any) -> tuple[bool, Any]:
