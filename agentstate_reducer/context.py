@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ._calls import Call, Effects
-from ._memory import Bounded
+from ._memory import Bounded, namespace_key
 from .errors import StepError
-from .hooks import hook_name, namespace_key
-from .messages import SUMMARY_HEADER, content_of, fingerprint, id_of, view_of
+from .hooks import hook_name
+from .messages import SUMMARY_HEADER, content_of, fingerprint, id_of, view_of, with_id
 from .planner import PlanState
 from .policy import ReductionStep, StepReport
 from .result import ReducerResult
@@ -185,8 +185,14 @@ class ReduceContext:
     # -- StepContext: changing -----------------------------------------------------------
 
     def replace(self, position: int, message: Any) -> None:
-        """Put a rewritten message (same role and tool links) at ``position``."""
+        """Put a rewritten message (same role and tool links) at ``position``; one without
+        an id takes the id of the message it replaces (in its own shape), so the rewrite is
+        recognised on the next reduce (and LangGraph replaces by id, instead of appending
+        it with a fresh one)."""
         current = self._messages[self._position(position)]
+        current_id = id_of(current)
+        if current_id is not None:
+            message = with_id(message, current_id)
         view = view_of(message, f"the replacement for messages[{position}]")
         self.state.replace(position, view, self.count(message))
         self._originals[id(message)] = self._original_of(current)

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._calls import Call, Effects, Outage, Signal, Wait, call_sync
 from ._checks import check_int, check_number
+from ._memory import namespace_key
 from .errors import BackgroundHookError, PruneHookError
 from .messages import fingerprint, id_of
 
@@ -54,15 +55,6 @@ _Key = tuple[Hashable, str, str]
 #: Seconds a reduce waits for another reduce's hand-off of the same messages (see
 #: ``ReducerConfig.handoff_wait``).
 DEFAULT_HANDOFF_WAIT = 30.0
-
-
-def namespace_key(namespace: Any) -> Hashable:
-    """``namespace`` as a dict key (its ``repr`` when it is not hashable)."""
-    try:
-        hash(namespace)
-    except TypeError:
-        return ("repr", repr(namespace))
-    return namespace  # type: ignore[no-any-return]
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any, Literal, NamedTuple
 
 from ._calls import Effects, adrive, drive
 from ._checks import check_choice
+from ._memory import namespace_key
 from .config import ReducerConfig
 from .context import ReduceContext, Rewrites
 from .errors import PruneHookError, SummaryError
@@ -26,7 +27,6 @@ from .hooks import (
     PendingBatch,
     hook_error,
     hook_name,
-    namespace_key,
     waiting_error,
 )
 from .messages import MessageView, read_view, view_of

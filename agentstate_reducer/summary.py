@@ -42,6 +42,7 @@ from .messages import (
     is_summary,
     raw_role_of,
     role_of,
+    with_id,
 )
 
 if TYPE_CHECKING:
@@ -120,20 +121,6 @@ def mark_summary(message: Any) -> Any:
         "carry additional_kwargs['lc_source'] == 'summarization' (or dicts or LangChain "
         "messages, which mark_summary can mark)"
     )
-
-
-def with_id(message: Any, new_id: str) -> Any:
-    """``message`` with ``new_id`` when it has no id and its kind carries one; else as is."""
-    if id_of(message) is not None:
-        return message
-    if isinstance(message, Mapping):
-        if is_serialized(message):
-            return {**message, "data": {**message["data"], "id": new_id}}
-        return {**message, "id": new_id}
-    model_copy = getattr(message, "model_copy", None)
-    if callable(model_copy) and hasattr(message, "id"):
-        return model_copy(update={"id": new_id})
-    return message
 
 
 BlockBuilder = Callable[[str, str], list[Any]]

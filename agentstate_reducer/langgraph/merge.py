@@ -27,8 +27,8 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from typing_extensions import override
 
 from .._checks import check_choice, check_reducer
-from ..messages import fingerprint, id_of
-from ..summary import SUMMARY_ID_PREFIX, with_id
+from ..messages import fingerprint, id_of, with_id
+from ..summary import SUMMARY_ID_PREFIX
 from .reduction import warn_if_summary_is_dropped
 
 try:  # LangGraph's Overwrite (newer releases); without it there is nothing to recognise
