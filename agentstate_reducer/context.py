@@ -3,12 +3,19 @@ work on, and the running summary.
 
 :class:`ReduceContext` holds the list being changed, its plan state and what the steps
 did. It remembers the original of every message a step rewrites (so the text that leaves
-the list reaches the hooks as it was) and turns a summarising prune into a
-:class:`SummaryRequest`: the summary blocks it folds and the messages it pruned. The
-reducer settles each request (one ``summarize_fn`` call, or a summary remembered for the
-same messages) and the context injects the block where the pruned block was. When the new
-block leaves the list over its limit, more is pruned and folded into a further request
-(a few rounds at most).
+the list reaches the hooks as it was), and gathers every summarising prune of the
+reduce (by any step) into one :class:`SummaryRequest`: the summary blocks folded and the
+messages pruned, settled once, after the last step, with one ``summarize_fn`` call (or a
+summary remembered for the same messages): **at most one call per reduce**.
+
+Until then a *placeholder* block holds the summary's room in the list (its planned size:
+``summary_room()`` tokens, or the block's messages in count mode), so later steps see the
+list as it will be; a later summarising drop folds the placeholder into the same request.
+The real block replaces it after the leading system and developer messages (a summary
+never precedes an instruction message). A block that comes out larger than its room
+leaves the list over its limit: then more is pruned, without another call, and those
+messages are *carried* into the conversation's next summary (see
+:meth:`~agentstate_reducer.summary.RunningSummary.carry`).
 """
 
 from __future__ import annotations
@@ -23,7 +30,15 @@ from ._calls import Call, Effects
 from ._memory import Bounded, namespace_key
 from .errors import StepError
 from .hooks import hook_name
-from .messages import SUMMARY_HEADER, content_of, fingerprint, id_of, view_of, with_id
+from .messages import (
+    SUMMARY_HEADER,
+    content_of,
+    fingerprint,
+    id_of,
+    read_view,
+    view_of,
+    with_id,
+)
 from .planner import PlanState
 from .policy import ReductionStep, StepReport
 from .result import ReducerResult
@@ -70,9 +85,8 @@ class ReadOnly(Sequence[_T]):
 #: How many rewritten messages a reducer remembers (see Rewrites).
 _REWRITES_KEPT = 10_000
 
-#: How many times one reduce prunes further to make room for a summary block that came
-#: out larger than the room planned for it.
-_SUMMARY_ROUNDS = 3
+#: Roles the summary block never goes before (the leading instruction messages).
+_INSTRUCTIONS = frozenset({"system", "developer"})
 
 
 @dataclass
@@ -98,7 +112,14 @@ class ReduceContext:
     folded_summaries: list[Any] = field(default_factory=list, init=False)
     reports: list[StepReport] = field(default_factory=list, init=False)
     tokens_before: int = field(init=False)
-    _requests: list[SummaryRequest] = field(default_factory=list, init=False)
+    _summary_folded: list[Any] = field(default_factory=list, init=False)
+    """The summary blocks the reduce's summarising drops folded (oldest first)."""
+    _summary_pruned: list[Any] = field(default_factory=list, init=False)
+    """The messages the reduce's summarising drops pruned, as given (oldest drop first)."""
+    _summarising: bool = field(default=False, init=False)
+    _placeholder: list[Any] = field(default_factory=list, init=False)
+    """The block holding the summary's room until it is made (empty when none)."""
+    _placeholder_tokens: int = field(default=0, init=False)
     _originals: dict[int, Any] = field(default_factory=dict, init=False)
     _rewrites: list[Any] = field(default_factory=list, init=False)
     _elsewhere: set[int] = field(default_factory=set, init=False)
@@ -249,9 +270,11 @@ class ReduceContext:
             gone.update(state.group_of(position))
         if not gone:
             return []
-        inject = summarize and not self.view and self.reducer.config.inject_summary
+        summarize = summarize and not self.view
+        inject = summarize and self.reducer.config.inject_summary
+        room = self.summary_room() if inject else 0
         folded_at = state.summary_positions(len(self._messages)) if inject else []
-        return self._take(sorted(gone), folded_at, summarize=summarize and not self.view)
+        return self._take(sorted(gone), folded_at, summarize=summarize, room=room)
 
     def drop_oldest(self, *, summarize: bool = False) -> list[Any]:
         """Prune towards the target; with ``summarize``, ask for a summary of what goes
@@ -259,7 +282,8 @@ class ReduceContext:
         summarize = summarize and not self.view
         inject = summarize and self.reducer.config.inject_summary
         state = self.state
-        end = state.end_for_target(self.summary_room() if summarize else 0, fold=inject)
+        room = self.summary_room() if summarize else 0
+        end = state.end_for_target(room, fold=inject)
         if end is None:
             return []
         pruned_at = state.pruned_positions(end)
@@ -268,7 +292,9 @@ class ReduceContext:
         # Every summary block is folded, also one outside the window: a list holds one
         # running summary (a subgraph's list merged into its parent's appends its block).
         folded_at = state.summary_positions(len(self._messages)) if inject else []
-        return self._take(pruned_at, folded_at, summarize=summarize, window_end=end)
+        return self._take(
+            pruned_at, folded_at, summarize=summarize, window_end=end, room=room if inject else 0
+        )
 
     def _position(self, position: int) -> int:
         if not isinstance(position, int) or isinstance(position, bool):
@@ -286,32 +312,59 @@ class ReduceContext:
         *,
         summarize: bool,
         window_end: int | None = None,
+        room: int = 0,
     ) -> list[Any]:
         """Remove the messages at ``pruned_at`` (and fold the summary blocks at
-        ``folded_at``), asking for a summary with ``summarize``."""
+        ``folded_at``); with ``summarize`` they join the reduce's summary request, and with
+        a ``room`` a placeholder that big stands for the block until it is made."""
         messages = self._messages
         state = self.state
         gone = set(pruned_at).union(folded_at)
         start = state.start
         kept = [messages[p] for p in range(start, len(messages)) if p not in gone]
         pruned = [self._original_of(messages[p]) for p in pruned_at]
-        folded = [messages[p] for p in folded_at]
+        ours = {id(m) for m in self._placeholder}
+        folded = [messages[p] for p in folded_at if id(messages[p]) not in ours]
         if len(folded) > 1:
             # A block already folded into another one here leaves with it, unsummarised.
             stale = self.reducer.summaries.superseded(folded)
             self.folded_summaries.extend(b for i, b in enumerate(folded) if i in stale)
             folded = [b for i, b in enumerate(folded) if i not in stale]
         self._messages = messages[:start] + kept
+        if ours and not ours & {id(m) for m in self._messages}:
+            self._placeholder = []  # folded: a new one goes in below
         self.pruned.extend(pruned)
         if summarize:
-            # The block goes first after the kept first message: it stands for what came
-            # before everything the window keeps (a mid-list system message, the question).
-            self._requests.append(self._summary_request(start, folded, pruned))
-        if folded or window_end is None:
+            self._summarising = True
+            self._summary_folded.extend(folded)
+            self._summary_pruned.extend(pruned)
+            if room and not self._placeholder:
+                self._hold_room(room)
+        if folded or window_end is None or self._placeholder:
             self._rebuild()
         else:
             state.prune(window_end)
         return pruned
+
+    def _hold_room(self, room: int) -> None:
+        """Put a placeholder block of ``room`` (tokens, or its messages in count mode)
+        where the block will go, so the steps after this one plan with it."""
+        self._placeholder = self.reducer.summaries.placeholder(self._messages)
+        self._placeholder_tokens = room
+        at = self._block_position()
+        self._messages = self._messages[:at] + self._placeholder + self._messages[at:]
+
+    def _block_position(self) -> int:
+        """Where the summary block goes: after the kept first message and the leading
+        system and developer messages (a summary never precedes an instruction)."""
+        messages = self._messages
+        position = self.state.start
+        while position < len(messages):
+            view = read_view(messages[position])
+            if view.summary or view.role not in _INSTRUCTIONS:
+                break
+            position += 1
+        return position
 
     def _summary_request(
         self, position: int, folded: list[Any], pruned: list[Any]
@@ -354,7 +407,6 @@ class ReduceContext:
                 logger.log(level, "%s; going on with the next step", exc)
                 error, outcome = exc, []
             touched = _touched(step, outcome)
-            yield from self._settle_summaries()
             self.reports.append(
                 StepReport(
                     step=step.id,
@@ -366,6 +418,7 @@ class ReduceContext:
                     error=error,
                 )
             )
+        yield from self._settle_summary()
 
     def _run_generator(
         self, step: ReductionStep, effects: Generator[Any, Any, Any]
@@ -398,24 +451,40 @@ class ReduceContext:
         except StopIteration as stop:
             return stop.value
 
-    def _settle_summaries(self) -> Effects[None]:
-        rounds = 0
-        while self._requests:
-            request = self._requests.pop(0)
-            if request.made is not None:
-                text = _summary_of(request.made)
-            else:
-                text = yield from self.reducer.summaries.summary_for(
-                    request, namespace_key(self.namespace)
-                )
-            self._inject(request, text)
-            rounds += 1
-            if (
-                rounds < _SUMMARY_ROUNDS
-                and self.reducer.config.inject_summary
-                and self.state.over_limit()
-            ):
-                self.drop_oldest(summarize=True)  # the block took more room than planned
+    def _settle_summary(self) -> Effects[None]:
+        """Make the reduce's one summary (one ``summarize_fn`` call at most) and put the
+        block where the placeholder held its room; if it came out larger than that room,
+        prune further without another call and carry those messages into the next
+        summary."""
+        if not self._summarising:
+            return
+        summaries = self.reducer.summaries
+        conversation = namespace_key(self.namespace)
+        if self._placeholder:
+            ours = {id(m) for m in self._placeholder}
+            self._messages = [m for m in self._messages if id(m) not in ours]
+            self._placeholder = []
+            self._rebuild()
+        position = self._block_position()
+        request = self._summary_request(position, self._summary_folded, self._summary_pruned)
+        if request.made is not None:
+            text = _summary_of(request.made)
+        else:
+            held = {fingerprint(m) for m in (*self._messages, *request.pruned)}
+            carried = summaries.carried(conversation, held)
+            if carried:
+                request = SummaryRequest(position, request.folded, [*carried, *request.pruned])
+            text = yield from summaries.summary_for(request, conversation)
+            summaries.settle_carried(conversation)
+        self._inject(request, text)
+        if self.reducer.config.inject_summary and self.state.over_limit():
+            # The block took more room than planned: no second call; what goes now is
+            # summarised by the conversation's next summary.
+            end = self.state.end_for_target(0)
+            pruned_at = self.state.pruned_positions(end) if end is not None else []
+            if pruned_at:
+                over = self._take(pruned_at, [], summarize=False)
+                summaries.carry(conversation, over)
 
     def _inject(self, request: SummaryRequest, text: str | None) -> None:
         if text is not None:
@@ -443,6 +512,15 @@ class ReduceContext:
         state = PlanState(self.reducer.limits)
         views, tokens = self.reducer._read(self._messages, lambda i: f"messages[{i}]")
         state.extend(views, tokens)
+        if self._placeholder and tokens is not None:
+            # The placeholder counts what the block will take, not its own few tokens.
+            first = self._placeholder[0]
+            rest = {id(m) for m in self._placeholder[1:]}
+            for position, message in enumerate(self._messages):
+                if message is first:
+                    state.replace(position, views[position], self._placeholder_tokens)
+                elif id(message) in rest:
+                    state.replace(position, views[position], 0)
         self.state = state
 
     def _oldest_first(self, messages: list[Any]) -> list[Any]:

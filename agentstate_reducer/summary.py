@@ -23,6 +23,7 @@ A list of other objects needs ``summary_message_factory``; its messages must be 
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -44,6 +45,8 @@ from .messages import (
     role_of,
     with_id,
 )
+
+logger = logging.getLogger("agentstate_reducer.reducer")
 
 if TYPE_CHECKING:
     from .config import ReducerConfig
@@ -250,6 +253,9 @@ def factory_builder(
 #: Summaries remembered per conversation and content (see :class:`SummaryMemory`).
 SUMMARY_MEMORY = 256
 
+#: Messages owed to one conversation's next summary (see :meth:`RunningSummary.carry`).
+CARRIED_LIMIT = 1_000
+
 
 @dataclass
 class SummaryRequest:
@@ -333,6 +339,7 @@ class RunningSummary:
         # The newest block per conversation: a subgraph sharing its parent's messages
         # prunes the list the parent had before its fold; that block already says it.
         self._latest: OrderedDict[Hashable, Any] = OrderedDict()
+        self._carried: OrderedDict[Hashable, list[Any]] = OrderedDict()
         self._lineage_lock = threading.Lock()
 
     def remember_latest(self, namespace_key: Hashable, block: Any) -> None:
@@ -438,12 +445,60 @@ class RunningSummary:
             self._lineage.move_to_end(block_id)
             while len(self._lineage) > SUMMARY_MEMORY:
                 self._lineage.popitem(last=False)
+        return self._build(text, block_id, len(request.pruned), messages or request.messages)
+
+    def placeholder(self, messages: list[Any]) -> list[Any]:
+        """A block of the size the summary will take, in the list's kind, holding its room
+        while a reduce's steps run (the reduce replaces it before it returns)."""
+        return self._build("…", SUMMARY_ID_PREFIX + "pending", 0, messages)
+
+    def _build(self, text: str, block_id: str, pruned: int, sample: list[Any]) -> list[Any]:
         factory = self._config.summary_message_factory
-        sample = messages or request.messages
         if factory is not None:
             dict_ids = any(isinstance(m, dict) and "id" in m for m in sample)
-            return factory_builder(factory, dict_ids=dict_ids)(text, block_id, len(request.pruned))
+            return factory_builder(factory, dict_ids=dict_ids)(text, block_id, pruned)
         return default_summary_builder(sample)(text, block_id)
+
+    # -- messages pruned after a block overflowed, owed to the next summary ----------------
+
+    def carry(self, namespace_key: Hashable, messages: Sequence[Any]) -> None:
+        """Owe ``messages`` to the conversation's next summary: a reduce pruned them to
+        make room for a block larger than planned, after its one ``summarize_fn`` call.
+        Bounded (the newest :data:`CARRIED_LIMIT` per conversation, the newest
+        :data:`SUMMARY_MEMORY` conversations); in the process only."""
+        if not messages:
+            return
+        with self._lineage_lock:
+            owed = self._carried.pop(namespace_key, [])
+            known = {fingerprint(m) for m in owed}
+            owed.extend(m for m in messages if fingerprint(m) not in known)
+            if len(owed) > CARRIED_LIMIT:
+                logger.warning(
+                    "%d messages pruned to make room for oversized summaries are owed to "
+                    "the next summary of one conversation; the oldest %d will not be "
+                    "summarised (they did reach the on_prune hooks): lower "
+                    "summary_max_tokens' overrun, or raise the summarizer's budget",
+                    len(owed),
+                    len(owed) - CARRIED_LIMIT,
+                )
+                del owed[: len(owed) - CARRIED_LIMIT]
+            self._carried[namespace_key] = owed
+            while len(self._carried) > SUMMARY_MEMORY:
+                self._carried.popitem(last=False)
+
+    def carried(self, namespace_key: Hashable, held: set[str]) -> list[Any]:
+        """The messages owed to the conversation's next summary, oldest first, without
+        those whose fingerprint is in ``held`` (still in the list, or pruned again: a fork,
+        or a reduce whose result was not kept)."""
+        with self._lineage_lock:
+            owed = list(self._carried.get(namespace_key, ()))
+        return [m for m in owed if fingerprint(m) not in held]
+
+    def settle_carried(self, namespace_key: Hashable) -> None:
+        """A summary of the conversation was made: nothing is owed any more (what was left
+        out is in the list, or in this summary's pruned messages)."""
+        with self._lineage_lock:
+            self._carried.pop(namespace_key, None)
 
     def reserve(self, state: PlanState, messages: list[Any]) -> int:
         """Room a summarising prune leaves for the block: messages in count mode, tokens in

@@ -79,7 +79,7 @@ def test_without_pruning_it_is_add_messages(sequence: list[Any], fmt: str | None
 def test_every_replay_of_the_updates_gives_the_same_ids(sequence: list[Any]) -> None:
     """Property: folding the same updates (fresh objects each time, as a replay loads them
     from a saver) into the same non-empty list gives the same ids both times, no two
-    messages of a list share an id, and the objects a node wrote are not changed (an
+    messages of a list share a generated id, and the objects a node wrote are not changed (an
     id-less message stays id-less: the list holds a copy with the id). (With
     ``format="langchain-openai"`` LangGraph's formatting drops ids from the list.)"""
     start = [HumanMessage("start", id="start")]
@@ -99,7 +99,10 @@ def test_every_replay_of_the_updates_gives_the_same_ids(sequence: list[Any]) -> 
             if result[0] == "error":
                 break
             state = result[1]
-            assert len({m.id for m in state}) == len(state)
+            # Generated ids are unique (explicit ones may repeat: REMOVE_ALL_MESSAGES
+            # stores the rest of its update verbatim, as add_messages does).
+            generated = [m.id for m in state if m.id not in KNOWN_IDS | {"start"}]
+            assert len(set(generated)) == len(generated)
             ids.append([m.id for m in state])
         return ids
 
