@@ -455,7 +455,9 @@ class ReduceContext:
         """Make the reduce's one summary (one ``summarize_fn`` call at most) and put the
         block where the placeholder held its room; if it came out larger than that room,
         prune further without another call and carry those messages into the next
-        summary."""
+        summary. One reduce of a conversation at a time does this (the others wait, at
+        most ``handoff_wait`` seconds), so an overlapping reduce sees the block the first
+        one made and does not summarise the same messages again."""
         if not self._summarising:
             return
         summaries = self.reducer.summaries
@@ -465,18 +467,23 @@ class ReduceContext:
             self._messages = [m for m in self._messages if id(m) not in ours]
             self._placeholder = []
             self._rebuild()
-        position = self._block_position()
-        request = self._summary_request(position, self._summary_folded, self._summary_pruned)
-        if request.made is not None:
-            text = _summary_of(request.made)
-        else:
-            held = {fingerprint(m) for m in (*self._messages, *request.pruned)}
-            carried = summaries.carried(conversation, held)
-            if carried:
-                request = SummaryRequest(position, request.folded, [*carried, *request.pruned])
-            text = yield from summaries.summary_for(request, conversation)
-            summaries.settle_carried(conversation)
-        self._inject(request, text)
+        slot = yield from summaries.begin(conversation, self.reducer.config.handoff_wait)
+        try:
+            position = self._block_position()
+            pruned = self._summary_pruned
+            request = self._summary_request(position, self._summary_folded, pruned)
+            if request.made is not None:
+                text = _summary_of(request.made)
+            else:
+                held = {fingerprint(m) for m in (*self._messages, *request.pruned)}
+                carried = summaries.carried(conversation, held)
+                if carried:
+                    request = SummaryRequest(position, request.folded, [*carried, *request.pruned])
+                text = yield from summaries.summary_for(request, conversation)
+                summaries.settle_carried(conversation)
+            self._inject(request, text)
+        finally:
+            summaries.end(conversation, slot)
         if self.reducer.config.inject_summary and self.state.over_limit():
             # The block took more room than planned: no second call; what goes now is
             # summarised by the conversation's next summary.

@@ -25,12 +25,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._calls import Call, Effects, Outage
+from ._calls import Call, Effects, Outage, Signal, Wait
 from .errors import SummaryError
 from .messages import (
     AI,
@@ -340,6 +341,10 @@ class RunningSummary:
         # prunes the list the parent had before its fold; that block already says it.
         self._latest: OrderedDict[Hashable, Any] = OrderedDict()
         self._carried: OrderedDict[Hashable, list[Any]] = OrderedDict()
+        # The conversations a reduce is making a summary for, each with the signal it
+        # sets when done: another reduce of the same conversation waits, then sees that
+        # block (so overlapping reduces summarise each message once).
+        self._settling: dict[Hashable, Signal] = {}
         self._lineage_lock = threading.Lock()
 
     def remember_latest(self, namespace_key: Hashable, block: Any) -> None:
@@ -458,6 +463,33 @@ class RunningSummary:
             dict_ids = any(isinstance(m, dict) and "id" in m for m in sample)
             return factory_builder(factory, dict_ids=dict_ids)(text, block_id, pruned)
         return default_summary_builder(sample)(text, block_id)
+
+    # -- one summary at a time per conversation ---------------------------------------------
+
+    def begin(self, namespace_key: Hashable, wait: float) -> Effects[Signal | None]:
+        """Take the conversation's summary slot, waiting (at most ``wait`` seconds) while
+        another reduce of it makes its summary; returns the slot to pass to :meth:`end`
+        (None after the wait ran out: this reduce goes on without it rather than hang)."""
+        deadline = time.monotonic() + wait
+        while True:
+            with self._lineage_lock:
+                busy = self._settling.get(namespace_key)
+                if busy is None:
+                    mine = self._settling[namespace_key] = Signal()
+                    return mine
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            yield Wait(busy, remaining)
+
+    def end(self, namespace_key: Hashable, slot: Signal | None) -> None:
+        """Give the slot :meth:`begin` took back, waking the reduces waiting for it."""
+        if slot is None:
+            return
+        with self._lineage_lock:
+            if self._settling.get(namespace_key) is slot:
+                del self._settling[namespace_key]
+        slot.set()
 
     # -- messages pruned after a block overflowed, owed to the next summary ----------------
 

@@ -604,3 +604,35 @@ def test_a_summary_larger_than_its_room_costs_no_second_call() -> None:
     assert set(carried) <= set(calls[1]), "the carried messages reach the next summary"
     summarised = [i for call in calls for i in call if i != "summary"]
     assert len(summarised) == len(set(summarised)), "a message was summarised twice"
+
+
+def test_overlapping_reduces_of_a_conversation_make_one_summary() -> None:
+    """Two reduces of the same list at once (a double-submitted request): the second waits
+    while the first makes its summary, then reuses it: one summarize_fn call, the same
+    block in both results."""
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def slow(messages: list[Any]) -> str:
+        calls.append(len(messages))
+        entered.set()
+        release.wait(5)
+        return "what was said"
+
+    reducer = injecting(slow)
+    history = with_ids(chat(5))
+    results: list[Any] = []
+    first = threading.Thread(target=lambda: results.append(reducer.reduce(history)))
+    first.start()
+    assert entered.wait(5)
+    second = threading.Thread(target=lambda: results.append(reducer.reduce(history)))
+    second.start()
+    second.join(0.2)
+    assert second.is_alive(), "the second reduce did not wait for the summary being made"
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert len(calls) == 1
+    assert [m["id"] for m in results[0].surviving] == [m["id"] for m in results[1].surviving]
