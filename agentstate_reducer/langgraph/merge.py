@@ -12,7 +12,7 @@ import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 from langchain_core.messages import (
     BaseMessage,
@@ -24,7 +24,7 @@ from langchain_core.messages import (
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.errors import InvalidUpdateError
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
-from typing_extensions import override
+from typing_extensions import Self, override
 
 from .._checks import check_choice, check_reducer
 from ..messages import fingerprint, id_of, with_id
@@ -195,15 +195,51 @@ class _BoundedMerge:
         return _append(existing, update)
 
     def bound(self, merged: list[Any]) -> list[Any]:
-        # The channel's list is the retry buffer whatever the mode; "raise" fails the write.
+        return self.bound_and_view(merged)[0]
+
+    def bound_and_view(self, merged: list[Any]) -> tuple[list[Any], _View | None]:
+        """The list to store, and what nodes read instead of it (None: the list itself).
+
+        The channel's list is the retry buffer whatever the mode ("raise" fails the
+        write): while a hook or summarizer is down it is stored unpruned, and nodes (the
+        model) read the reducer's view of it, within the bound."""
         result = self.reducer.reduce(merged, on_prune_error="keep")
         error = result.hook_error or result.summary_error
         if error is not None and self.on_prune_error == "raise":
             raise error
-        return _surviving_with_ids(result, coerce=self.mode == "add_messages", format=self.format)
+        stored = _surviving_with_ids(result, coerce=self.mode == "add_messages", format=self.format)
+        return stored, (self.view(stored) if error is not None else None)
+
+    def view(self, stored: list[Any]) -> _View | None:
+        """The reducer's view of ``stored`` (what a model may be sent), or None when that
+        is ``stored`` itself (within the bound)."""
+        if not self.reducer.limits.may_prune(len(stored)):
+            return None
+        result = self.reducer.view(stored, on_prune_error="keep")
+        if not result.pruned and not result.rewritten:
+            return None
+        given = {id(m) for m in stored}
+        rewrites = {
+            message_id: fingerprint(m)
+            for m in result.surviving
+            if id(m) not in given and (message_id := id_of(m)) is not None
+        }
+        return _View(result.surviving, rewrites)
 
     def __call__(self, existing: Any, update: Any) -> list[Any]:
         return self.bound(self.merge(existing, update))
+
+
+class _View(NamedTuple):
+    """What nodes read from a channel whose stored list is over the bound: the reducer's
+    view, and the fingerprints (by id) of the rewritten messages in it."""
+
+    messages: list[Any]
+    rewrites: dict[str, str]
+
+
+#: The view of a value not computed yet (a channel restored from a checkpoint).
+_UNKNOWN: Any = object()
 
 
 class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
@@ -216,13 +252,50 @@ class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
     plain ``add_messages``; only the bound comes after. An ``Overwrite`` write is stored as
     given (LangGraph's rule: it bypasses the reducer).
 
+    What is stored and what is read can differ: while a hook or summarizer is down the
+    list is stored unpruned (``checkpoint()``: the retry buffer, nothing lost), but
+    ``get()``, what nodes (and so the model) read, is the reducer's view of it
+    (:meth:`MessageReducer.view`), within the bound; likewise for a stored list over the
+    bound for another reason (an ``Overwrite``, a thread stored before the reducer). The
+    view may hold rewritten messages (cleared, compressed) under their originals' ids: a
+    node writing such a message back unchanged writes nothing (the stored original stays,
+    and reaches the hooks when it leaves).
+
     Called directly, ``channel(existing, update)`` merges one update and bounds the result.
     """
 
     operator: _BoundedMerge
 
+    def __init__(self, typ: Any, operator: _BoundedMerge) -> None:
+        super().__init__(typ, operator)
+        self._view: _View | None = None
+
     def __call__(self, existing: Any, update: Any) -> list[Any]:
         return self.operator(existing, update)
+
+    @override
+    def copy(self) -> Self:
+        clone = super().copy()
+        clone._view = self._view
+        return clone
+
+    @override
+    def from_checkpoint(self, checkpoint: Any) -> Self:
+        restored = super().from_checkpoint(checkpoint)
+        restored._view = _UNKNOWN  # computed when first read: the stored list may be over
+        return restored
+
+    @override
+    def get(self) -> list[Any]:
+        value = super().get()
+        view = self._known_view()
+        return value if view is None else view.messages
+
+    def _known_view(self) -> _View | None:
+        if self._view is _UNKNOWN:
+            value = self.value
+            self._view = self.operator.view(value) if isinstance(value, list) else None
+        return self._view
 
     @override
     def update(self, values: Sequence[list[Any]]) -> bool:
@@ -231,7 +304,10 @@ class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
         merged: Any = self.value if isinstance(self.value, list) else []
         overwritten = False
         ids = _StepIds(merged)
+        view = self._known_view()
         for value in values:
+            if view is not None and view.rewrites:
+                value = _without_write_backs(value, view.rewrites)
             is_overwrite, replacement = _overwrite_of(value)
             if is_overwrite:
                 if overwritten:
@@ -242,8 +318,29 @@ class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
                 merged, overwritten = replacement, True
             elif not overwritten:
                 merged = self.operator.merge(merged, value, ids)
-        self.value = merged if overwritten else self.operator.bound(merged)
+        if overwritten:
+            self.value, self._view = merged, _UNKNOWN
+        else:
+            self.value, self._view = self.operator.bound_and_view(merged)
         return True
+
+
+def _without_write_backs(update: Any, rewrites: dict[str, str]) -> Any:
+    """``update`` without the view's rewritten messages a node wrote back unchanged
+    (they would replace the stored originals, which never reached the hooks)."""
+    items = update if isinstance(update, list) else [update]
+    kept = [
+        m
+        for m in items
+        if not (
+            isinstance(m, (BaseMessage, Mapping))
+            and (message_id := id_of(m)) in rewrites
+            and fingerprint(m) == rewrites[message_id]
+        )
+    ]
+    if len(kept) == len(items):
+        return update
+    return kept
 
 
 class _StepIds:

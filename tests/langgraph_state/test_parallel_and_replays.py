@@ -221,8 +221,9 @@ def test_a_fork_with_an_edited_message_is_summarised_afresh() -> None:
 
 @pytest.mark.parametrize("merge", ["add_messages", "append"])
 def test_an_overwrite_write_is_stored_as_given(merge: str) -> None:
-    """LangGraph's ``Overwrite`` bypasses reducers: the channel stores it unbounded, and
-    two in one step are refused as LangGraph refuses them."""
+    """LangGraph's ``Overwrite`` bypasses reducers: the channel stores it unbounded (what
+    nodes and the output read is the reducer's view of it, within the bound), and two in
+    one step are refused as LangGraph refuses them."""
     from langgraph.errors import InvalidUpdateError
     from langgraph.types import Overwrite
 
@@ -236,7 +237,12 @@ def test_an_overwrite_write_is_stored_as_given(merge: str) -> None:
     builder: StateGraph[Any] = StateGraph(state)
     builder.add_node("overwrite", overwrite)
     builder.add_edge(START, "overwrite")
-    assert builder.compile().invoke({"messages": []})["messages"] == many
+    saver = InMemorySaver()
+    config: Any = {"configurable": {"thread_id": f"overwrite-{merge}"}}
+    read = builder.compile(checkpointer=saver).invoke({"messages": []}, config)["messages"]
+    stored = saver.get_tuple(config).checkpoint["channel_values"]["messages"]  # type: ignore[union-attr]
+    assert stored == many
+    assert read == reducer.view(many).surviving and len(read) <= 2
 
     twice: StateGraph[Any] = StateGraph(state)
     twice.add_node("a", overwrite)
