@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import create_react_agent
 from typing_extensions import TypedDict
@@ -89,12 +89,6 @@ async def _drive(agent: Any, store: Store, config: Any, durability: str, is_asyn
     store.turn = TURNS
     state = await agent.aget_state(config) if is_async else agent.get_state(config)
     return state
-
-
-def _checkpointed(state: Any, saver: Any) -> list[Any]:
-    """The stored message list of a state snapshot (what the saver holds)."""
-    stored = saver.get_tuple(state.config) if not hasattr(saver, "aget_tuple") else None
-    return list(stored.checkpoint["channel_values"]["messages"]) if stored else []
 
 
 @pytest.mark.parametrize("durability", DURABILITIES)
@@ -185,16 +179,14 @@ def test_the_channel_stores_everything_and_nodes_read_the_bounded_view(
     """The state channel: during the outage its checkpointed value is the whole list
     (stored for the retry), while what nodes read (get()) is the reducer's view, within
     the budget; once the store is back the stored list is bounded again."""
-    import asyncio
 
     store = Store()
     reducer = budget_reducer(store)
     model = ScriptedChatModel(script=["Noted."], cycle=True)
     graph = _channel_graph(reducer, model, sync_inner)
     config: Any = {"configurable": {"thread_id": f"channel-{durability}"}}
-    store_turns = TURNS
     during: list[int] = []
-    for turn in range(store_turns):
+    for turn in range(TURNS):
         store.turn = turn
         graph.invoke({"messages": [HumanMessage(question(turn))]}, config, durability=durability)
         if turn in OUTAGE:
@@ -203,7 +195,6 @@ def test_the_channel_stores_everything_and_nodes_read_the_bounded_view(
     assert max(during) > BUDGET, "the stored list grows while the store is down"
     store.turn = TURNS
     stored = sync_inner.get_tuple(config).checkpoint["channel_values"]["messages"]
-    asyncio.run(asyncio.sleep(0))
     check(store, reducer, model, list(stored))
 
 
@@ -220,10 +211,6 @@ async def test_the_channel_sends_the_bounded_view_in_async_graphs(async_inner: A
     store.turn = TURNS
     stored = (await async_inner.aget_tuple(config)).checkpoint["channel_values"]["messages"]
     check(store, reducer, model, list(stored))
-
-
-def _unused(messages: list[BaseMessage]) -> AIMessage:  # pragma: no cover
-    return AIMessage("")
 
 
 def test_a_node_writing_back_the_view_does_not_replace_the_stored_originals() -> None:
