@@ -249,3 +249,32 @@ async def ticks_while(work: Awaitable[Any], *, at_least: float) -> int:
 
 def ai_answer(messages: list[Any]) -> AIMessage:
     return next(m for m in reversed(messages) if isinstance(m, AIMessage))
+
+
+def lineage_ids(
+    tuples: Iterable[CheckpointTuple], key: str = "messages"
+) -> tuple[set[Any], set[Any]]:
+    """``(held, newest)``: every message id any checkpoint on the newest checkpoint's
+    ancestry held, and the ids the newest one holds (a branch written by another run is
+    left out: its messages are that branch's)."""
+    every = list(tuples)
+    assert every, "no checkpoint was stored"
+    by_id = {t.config["configurable"]["checkpoint_id"]: t for t in every}
+    head = every[0]
+    held: set[Any] = set()
+    node: CheckpointTuple | None = head
+    while node is not None:
+        held |= {id_of(m) for m in node.checkpoint["channel_values"].get(key, [])}
+        parent = node.parent_config
+        node = by_id.get(parent["configurable"]["checkpoint_id"]) if parent else None
+    newest = {id_of(m) for m in head.checkpoint["channel_values"].get(key, [])}
+    return held, newest
+
+
+def assert_nothing_lost_or_twice(tuples: Iterable[CheckpointTuple], delivered: list[Any]) -> None:
+    """Every message the newest checkpoint's ancestry held is in it or reached the hooks,
+    and no message reached them twice."""
+    held, newest = lineage_ids(tuples)
+    assert len(delivered) == len(set(delivered)), "a message reached the hooks twice"
+    lost = held - newest - set(delivered)
+    assert not lost, f"lost: {sorted(map(str, lost))}"
