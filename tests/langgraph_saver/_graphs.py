@@ -78,9 +78,10 @@ def _async_agent_node(model: Any) -> Callable[[MessagesState], Any]:
     return agent
 
 
-def agent_builder(*, is_async: bool = False) -> StateGraph[Any]:
-    """The tool-calling loop: agent -> tools -> agent -> end."""
-    model = calculator_model().bind_tools([add])
+def agent_builder(*, is_async: bool = False, strict: bool = True) -> StateGraph[Any]:
+    """The tool-calling loop: agent -> tools -> agent -> end (``strict=False``: the model
+    accepts lists a provider would refuse, as concurrent runs of one thread can make)."""
+    model = calculator_model(strict=strict).bind_tools([add])
     builder: StateGraph[Any] = StateGraph(MessagesState)
     builder.add_node("agent", _async_agent_node(model) if is_async else _agent_node(model))
     builder.add_node("tools", ToolNode([add]))
@@ -90,8 +91,10 @@ def agent_builder(*, is_async: bool = False) -> StateGraph[Any]:
     return builder
 
 
-def agent_graph(saver: BaseCheckpointSaver[Any], *, is_async: bool = False) -> Any:
-    return agent_builder(is_async=is_async).compile(checkpointer=saver)
+def agent_graph(
+    saver: BaseCheckpointSaver[Any], *, is_async: bool = False, strict: bool = True
+) -> Any:
+    return agent_builder(is_async=is_async, strict=strict).compile(checkpointer=saver)
 
 
 def parent_graph(saver: BaseCheckpointSaver[Any], *, is_async: bool = False) -> Any:
