@@ -11,7 +11,7 @@ import operator
 from typing import Annotated, Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
@@ -397,3 +397,61 @@ async def test_replays_of_writes_without_ids_call_and_hand_over_nothing_again_as
     fan.check_previews(previews, calls)
     await graph.ainvoke(Command(resume="yes"), config, durability=durability)
     fan.check_final((await graph.aget_state(config)).values["messages"])
+
+
+# -- where the running summary goes --------------------------------------------------------
+
+
+def _system_first_reducer(calls: list[list[Any]]) -> MessageReducer:
+    return _summarizing(calls, preserve_first=False)
+
+
+def _chat_turns(graph: Any, config: Any, turns: int) -> list[Any]:
+    graph.invoke({"messages": [SystemMessage("Be brief.", id="sys")]}, config)
+    for n in range(turns):
+        graph.invoke({"messages": [HumanMessage(f"q{n}", id=f"q{n}")]}, config)
+    return list(graph.get_state(config).values["messages"])
+
+
+def test_the_summary_goes_after_a_system_message_held_in_state(sync_inner: Any) -> None:
+    """preserve_first off and a system message at the head of the state: the channel puts
+    the running summary after it, turn after turn ([system, summary, ...]), never before
+    (which OpenAI-strict, Anthropic and Gemini refuse)."""
+    calls: list[list[Any]] = []
+    reducer = _system_first_reducer(calls)
+    state = _state(reducer.as_langgraph_reducer())
+
+    def reply(current: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"reply {len(current['messages'])}")]}
+
+    builder: StateGraph[Any] = StateGraph(state)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    graph = builder.compile(checkpointer=sync_inner)
+    messages = _chat_turns(graph, {"configurable": {"thread_id": "system-first"}}, 6)
+    assert calls, "the test must summarise"
+    assert messages[0].id == "sys" and is_summary(messages[1])
+    assert sum(map(is_summary, messages)) == 1
+
+
+def test_the_reduction_node_puts_the_summary_after_the_system_message(sync_inner: Any) -> None:
+    """The same through create_reduction_node on a plain MessagesState graph."""
+    from langgraph.graph import MessagesState
+
+    from agentstate_reducer.langgraph import create_reduction_node
+
+    calls: list[list[Any]] = []
+    reducer = _system_first_reducer(calls)
+
+    def reply(current: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"reply {len(current['messages'])}")]}
+
+    builder: StateGraph[Any] = StateGraph(MessagesState)
+    builder.add_node("reduce", create_reduction_node(reducer))
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reduce")
+    builder.add_edge("reduce", "reply")
+    graph = builder.compile(checkpointer=sync_inner)
+    messages = _chat_turns(graph, {"configurable": {"thread_id": "node-system-first"}}, 6)
+    assert calls
+    assert messages[0].id == "sys" and is_summary(messages[1])
