@@ -63,14 +63,16 @@ class ReducerConfig:
         cascade_tool_messages: Prune the tool results of a pruned ai message with it, and
             never cut between a tool call and its results.
         summarize_fn: ``(messages) -> str`` summarising what a reduce prunes, called at
-            most once per reduce that prunes (never again for the same messages: replays
-            reuse it). With ``inject_summary`` the summary already in the list comes
-            first in ``messages`` (marked, see ``messages.is_summary``) and is folded in: a
-            running summary. May be a coroutine function, or an object with an ``acall``
-            coroutine method too (awaited by ``areduce``); see also the LLM summarizer in
+            most once per reduce (every summarising step of the policy shares that call),
+            and never again for the same messages: replays reuse it. With
+            ``inject_summary`` the summary already in the list comes first in ``messages``
+            (marked, see ``messages.is_summary``) and is folded in: a running summary.
+            May be a coroutine function, or an object with an ``acall`` coroutine method
+            too (awaited by ``areduce``); see also the LLM summarizer in
             ``agentstate_reducer.langgraph.summarizers``. Needs a policy with a summarising
             step (the default policy has one).
-        inject_summary: Put the summary into the list where the pruned block was, as one
+        inject_summary: Put the summary into the list, after the kept first message and
+            any leading system or developer messages (never before an instruction), as one
             human message marked as a summary, replacing the previous summary; it counts
             towards the bound. Needs ``summarize_fn``.
         summary_message_factory: ``(summary, pruned_count) -> list of messages`` building the
@@ -78,9 +80,10 @@ class ReducerConfig:
             messages are marked as summaries and given deterministic ids if they lack them.
         summary_max_tokens: Token mode: room left for the summary block when a summarising
             prune plans (the block itself may end up smaller or larger; if it is larger
-            and the list is then over ``max_tokens``, more is pruned and folded in). By
-            default the summarizer's own ``max_summary_tokens`` when it has one, else a
-            tenth of the history's target (at least 32).
+            and the list is then over ``max_tokens``, more is pruned, without another
+            ``summarize_fn`` call, and those messages go into the conversation's next
+            summary). By default the summarizer's own ``max_summary_tokens`` when it has
+            one, else a tenth of the history's target (at least 32).
         on_prune: Hooks ``(pruned_messages, namespace)`` that hand pruned messages to
             long-term memory. A single callable is accepted too.
         namespace_key: The ``configurable`` key integrations read the hooks' namespace from.

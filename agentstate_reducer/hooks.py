@@ -5,8 +5,13 @@
 * a **delivered** memory (bounded, oldest forgotten first) of the messages the hook took,
   keyed by namespace, id and content (:func:`~agentstate_reducer.messages.fingerprint`), so
   the overlapping lists a checkpointer reduces several times per run reach it once, while
-  the same id in another conversation, or with new content, is new;
-* the messages **in flight** (being handed over by another thread), skipped meanwhile;
+  the same id in another conversation, or with new content, is new. A message without an
+  id is named by its place: a digest of the whole list it was pruned from and its
+  position there (:func:`message_keys`), so the same list reduced again (a replay, a
+  double-submitted request) hands nothing over twice, while the same words in any other
+  list are a message of their own;
+* a **claim** per message being handed over (under way, or kept for a retry), so
+  overlapping reduces of one conversation are linearizable (below);
 * the **pending** batches: failed hand-offs it keeps for a retry (bounded by
   ``pending_limit`` messages). Each delivery first retries them; a hook whose retry fails
   is not called again in that delivery, and the new batch waits with them;
@@ -15,8 +20,32 @@
   so a store that is down, or times out, costs one failing call per wait rather than one
   per reduce.
 
-A message is remembered as delivered only after the hook returns. Messages without an id
-cannot be matched and are handed over each time a reduce removes them (at least once).
+Overlapping reduces of one conversation (threads, tasks, the agent middleware and the
+checkpoint saver sharing a reducer, a double-submitted request) never lose or repeat a
+message. A delivery claims the messages it hands over; another delivery that meets a
+claimed message does not skip it (the first one's list, which alone would keep it on a
+failure, may be thrown away) but, once its own claims are settled, **waits for that
+hand-off's outcome** (a :class:`~agentstate_reducer._calls.Wait` effect: ``reduce``
+blocks its thread, ``areduce`` awaits, never blocking the event loop), then treats the
+message exactly as its own outcome would:
+
+* taken by the hook: pruned, not handed over again;
+* kept for a retry by the other delivery (``on_prune_error="raise"``): kept there too, so
+  with ``"raise"`` this reduce raises ``PruneHookError(kept=True)``, with ``"keep"`` it
+  keeps the message in its list;
+* not taken and not kept (the other reduce kept it in its own list): with ``"raise"`` this
+  delivery keeps it for a retry under its own claim, with ``"keep"`` it stays in the list;
+* still under way after ``handoff_wait`` seconds (a hook that hangs): it stays in this
+  reduce's list (nothing is pruned), in both modes, so a hook that never returns holds
+  other reduces for that long at most.
+
+A delivery waits only after settling its own claims, so two deliveries never wait for
+each other. A message is remembered as delivered only after the hook returns.
+
+Processes share no memory: two processes reducing one conversation (through a shared
+checkpoint store) each hand a message over at most once, and never lose one, but the same
+message may reach the hooks of both (at least once across processes): make a hook shared
+by several processes idempotent (for example an upsert by message id).
 
 :class:`Background` runs a slow hook on a small thread pool, so the reduce does not wait;
 its failed batches are kept and retried (see there).

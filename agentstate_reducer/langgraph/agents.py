@@ -134,11 +134,14 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     In ``"persistent"`` mode (default) ``before_model`` reduces ``state["messages"]`` and
     returns the ``RemoveMessage`` updates (and any injected summary) that store the
     surviving list, so the checkpointed state shrinks; the ``on_prune`` hooks get the
-    namespace of :func:`~agentstate_reducer.langgraph.memory_namespace`. In ``"view"`` mode
-    ``wrap_model_call`` hands the model the list :meth:`MessageReducer.view` makes (the
-    policy run on a copy: old tool outputs cleared, messages compressed, old turns left
-    out, as ``ContextEditingMiddleware`` does) and leaves the state alone (no summary is
-    made and no hook runs). Either way, with the
+    namespace of :func:`~agentstate_reducer.langgraph.memory_namespace`; while a memory
+    store or summarizer is down the state is kept unpruned (the retry buffer) and
+    ``wrap_model_call`` hands the model the reducer's view of it instead, so the model's
+    input stays within the budget. In ``"view"`` mode ``wrap_model_call`` always hands the
+    model the list :meth:`MessageReducer.view` makes (the policy run on a copy: old tool
+    outputs cleared, messages compressed, old turns left out, as
+    ``ContextEditingMiddleware`` does) and leaves the state alone (no summary is made and
+    no hook runs). Either way, with the
     reducer's default ``cascade_tool_messages=True``, tool calls and their results are
     kept or dropped together.
 
@@ -284,8 +287,10 @@ def make_pre_model_hook(
     the state (``RemoveMessage`` updates plus any injected summary; see
     :func:`~agentstate_reducer.langgraph.messages_update`), and the summary and
     ``on_prune`` hooks run, with the namespace of
-    :func:`~agentstate_reducer.langgraph.memory_namespace`. In ``"view"`` mode the state
-    keeps every message and neither the summary nor the hooks run.
+    :func:`~agentstate_reducer.langgraph.memory_namespace`; while a memory store or
+    summarizer is down the state is kept unpruned and ``llm_input_messages`` is the
+    reducer's view of it (within the budget). In ``"view"`` mode the state keeps every
+    message and neither the summary nor the hooks run.
 
     Args:
         reducer: The reducer that bounds the messages.

@@ -88,7 +88,8 @@ def langgraph_reducer(
 
     * ``"add_messages"`` (default): the update is merged by LangGraph's ``add_messages``
       itself, so everything it does holds: dicts, ``(role, content)`` tuples and strings
-      become messages, missing ids are assigned, a message with a known id replaces the
+      become messages, missing ids are assigned (deterministic ones: see above; the
+      message objects a node wrote are left as they are), a message with a known id replaces the
       old one in place, ``RemoveMessage(id=...)`` deletes, ``RemoveMessage(id=
       REMOVE_ALL_MESSAGES)`` clears the list, and removing an unknown id raises the same
       ``ValueError``. ``format`` is passed to ``add_messages``.
@@ -103,11 +104,15 @@ def langgraph_reducer(
     ``on_prune`` hooks receive ``namespace=None``. Use :func:`create_reduction_node` or
     the checkpoint saver when hooks need a per-thread namespace. LangGraph may apply the
     same write more than once (``get_state`` on a thread with pending writes, resuming
-    after an interrupt): hooks are deduplicated by message id and content, and the reducer
-    reuses the summary it made for the same messages instead of calling ``summarize_fn``
-    again.
+    after an interrupt): a message written without an id gets a deterministic one (see
+    ``_StepIds``), the same in every replay, so hooks are deduplicated by message id and
+    content, and the reducer reuses the summary it made for the same messages instead of
+    calling ``summarize_fn`` again.
+    While a hook or summarizer is down the list is stored unpruned (the retry buffer),
+    while nodes read the reducer's view of it, within the bound (see
+    :class:`BoundedMessagesChannel`).
     An update wrapped in LangGraph's ``Overwrite`` bypasses channel reducers, so it is
-    stored unbounded.
+    stored unbounded (nodes read the view).
 
     Args:
         reducer: The reducer that bounds the merged list.
