@@ -526,7 +526,7 @@ def message_keys(
     ns = namespace_key(namespace)
     keys: list[_Key] = []
     place: str | None = None
-    where: dict[int, int] = {}
+    where: dict[int, list[int]] = {}
     for index, message in enumerate(batch):
         message_id = id_of(message)
         if message_id is None:
@@ -536,8 +536,12 @@ def message_keys(
                 for item in listing:
                     digest.update(fingerprint(item).encode())
                 place = digest.hexdigest()[:32]
-                where = {id(item): i for i, item in enumerate(listing)}
-            message_id = f"~{place}:{where.get(id(message), -1 - index)}"
+                for position, item in enumerate(listing):
+                    where.setdefault(id(item), []).append(position)
+            # The batch holds objects of the list, in its order: one object listed twice
+            # takes its positions in turn (a message not in the list, its batch index).
+            found = where.get(id(message))
+            message_id = f"~{place}:{found.pop(0) if found else -1 - index}"
         keys.append((ns, message_id, fingerprint(message)))
     return keys
 

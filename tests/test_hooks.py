@@ -8,6 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentstate_reducer import (
     Background,
@@ -501,3 +503,27 @@ def test_overlapping_async_reduces_wait_without_blocking_the_event_loop() -> Non
         assert isinstance(b.hook_error, PruneHookError) and len(calls) == 1
 
     asyncio.run(main())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(st.sampled_from(["ok", "thanks", "fact"]), min_size=1, max_size=12),
+    cut=st.integers(0, 11),
+)
+def test_id_less_keys_name_a_place_in_a_list(texts: list[str], cut: int) -> None:
+    """Property: the hand-off's keys of id-less messages are the same when the same list is
+    reduced again (a replay), distinct for distinct positions of one list however often
+    the same words repeat, and never shared with a list that differs in any message."""
+    from agentstate_reducer.hooks import message_keys
+
+    listing = [{"role": "user", "content": text} for text in texts]
+    size = max(1, cut % (len(listing) + 1))
+    keys = message_keys(listing[:size], "ns", listing)
+    replayed = [dict(m) for m in listing]  # a replay: fresh objects, the same list
+    assert keys == message_keys(replayed[:size], "ns", replayed)
+    assert len(set(keys)) == len(keys)
+    twice = [listing[0], listing[0]]  # one object listed twice: two places
+    assert len(set(message_keys(twice, "ns", twice))) == 2
+    longer = [*listing, {"role": "user", "content": "new"}]
+    assert not set(keys) & set(message_keys(longer[:size], "ns", longer))
+    assert not set(keys) & set(message_keys(listing[:size], "other", listing))

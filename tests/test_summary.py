@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentstate_reducer import MessageReducer, ReducerConfig, SummaryError
-from agentstate_reducer.messages import SUMMARY_HEADER, content_of, is_summary
+from agentstate_reducer.messages import SUMMARY_HEADER, content_of, is_summary, role_of
 from agentstate_reducer.policy import ClearToolOutputs, Summarize
 from agentstate_reducer.summary import mark_summary
 
@@ -319,8 +319,9 @@ def test_with_summaries_the_bound_holds_every_turn_and_a_second_reduce_is_a_no_o
 ) -> None:
     """Turn by turn, count or token mode: after every reduce the list is within the bound
     (or nothing more can be pruned: pinned messages, the newest turn), holds exactly one
-    summary block once something was summarised, and reducing it again prunes nothing and
-    calls summarize_fn no more."""
+    summary block once something was summarised, never directly before a system or
+    developer message, and reducing it again prunes nothing and calls summarize_fn no
+    more."""
     summarize = Summarizer()
     if data.draw(st.booleans(), label="token mode"):
         high = data.draw(st.integers(15, 120), label="max_tokens")
@@ -350,6 +351,9 @@ def test_with_summaries_the_bound_holds_every_turn_and_a_second_reduce_is_a_no_o
         history = result.surviving
         summarised = summarised or bool(result.summary_messages)
         assert sum(is_summary(m) for m in history) == (1 if summarised else 0)
+        if result.summary_messages:
+            after = history.index(result.summary_messages[-1]) + 1
+            assert after == len(history) or role_of(history[after]) not in ("system", "developer")
         over = any(p.kind == "over_budget" for p in judge.validate(history).problems)
         assert not (over and judge.plan(history).pruned), "over the bound, prunable left"
         calls = len(summarize.calls)
