@@ -150,8 +150,9 @@ class MessageReducer:
     def with_config(self, **changes: Any) -> MessageReducer:
         """A reducer with some config fields changed that shares this one's memories.
 
-        Messages handed over through either are not handed over again by the other, and
-        summaries made by either are reused by both. Used by the agent integrations, for
+        Messages handed over through either are not handed over again by the other (their
+        claims are shared too), and summaries made by either are reused by both (one at a
+        time per conversation, across both). Used by the agent integrations, for
         example to keep only a system prompt at index 0.
 
         Args:
@@ -179,7 +180,7 @@ class MessageReducer:
         derived = MessageReducer(config=_replace_fields(self._config, **changes))
         derived._delivery = self._delivery
         derived.rewrites = self.rewrites
-        derived.summaries.memory = self.summaries.memory
+        derived.summaries.share(self.summaries)
         if derived._config.token_counter is self._config.token_counter:
             derived._count_tokens = self._count_tokens or derived._count_tokens
         return derived

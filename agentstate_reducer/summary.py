@@ -347,6 +347,19 @@ class RunningSummary:
         self._settling: dict[Hashable, Signal] = {}
         self._lineage_lock = threading.Lock()
 
+    def share(self, other: RunningSummary) -> None:
+        """Use ``other``'s memories from now on: the summaries made, what each block
+        folded, the newest block and the debt per conversation, the summary being made per
+        conversation, and the summarizer's outage (``MessageReducer.with_config``: a
+        reducer that differs in a setting or two still speaks for the same conversations)."""
+        self.memory = other.memory
+        self.outage = other.outage
+        self._lineage = other._lineage
+        self._latest = other._latest
+        self._carried = other._carried
+        self._settling = other._settling
+        self._lineage_lock = other._lineage_lock
+
     def remember_latest(self, namespace_key: Hashable, block: Any) -> None:
         """Record ``block`` as the newest summary of the conversation ``namespace_key``."""
         with self._lineage_lock:

@@ -610,10 +610,12 @@ def test_a_summary_larger_than_its_room_costs_no_second_call() -> None:
     assert len(summarised) == len(set(summarised)), "a message was summarised twice"
 
 
-def test_overlapping_reduces_of_a_conversation_make_one_summary() -> None:
-    """Two reduces of the same list at once (a double-submitted request): the second waits
-    while the first makes its summary, then reuses it: one summarize_fn call, the same
-    block in both results."""
+@pytest.mark.parametrize("derived", [False, True], ids=["same-reducer", "with_config"])
+def test_overlapping_reduces_of_a_conversation_make_one_summary(derived: bool) -> None:
+    """Two reduces of the same list at once (a double-submitted request; or the agent
+    middleware's with_config reducer and the saver's own): the second waits while the
+    first makes its summary, then reuses it: one summarize_fn call, the same block in both
+    results."""
     import threading
 
     entered, release = threading.Event(), threading.Event()
@@ -631,7 +633,8 @@ def test_overlapping_reduces_of_a_conversation_make_one_summary() -> None:
     first = threading.Thread(target=lambda: results.append(reducer.reduce(history)))
     first.start()
     assert entered.wait(5)
-    second = threading.Thread(target=lambda: results.append(reducer.reduce(history)))
+    other = reducer.with_config(min_messages=4) if derived else reducer
+    second = threading.Thread(target=lambda: results.append(other.reduce(history)))
     second.start()
     second.join(0.2)
     assert second.is_alive(), "the second reduce did not wait for the summary being made"
