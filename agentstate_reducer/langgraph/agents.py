@@ -113,6 +113,8 @@ def _bounded_view(
     """The messages the model should see: the reducer's policy run on a copy (clearing,
     compressing, pruning; no summary, no hooks, the state untouched). A list within the
     bound comes back as it is."""
+    if not reducer.limits.may_prune(len(messages)):
+        return messages  # count mode, within max_messages: nothing to read
     surviving = reducer.view(messages, namespace, on_prune_error=on_prune_error).surviving
     return surviving if surviving else messages
 
@@ -124,6 +126,8 @@ async def _abounded_view(
     namespace: Any = None,
 ) -> list[Any]:
     """Async :func:`_bounded_view` (coroutine compressors and scorers awaited)."""
+    if not reducer.limits.may_prune(len(messages)):
+        return messages
     result = await reducer.aview(messages, namespace, on_prune_error=on_prune_error)
     return result.surviving if result.surviving else messages
 

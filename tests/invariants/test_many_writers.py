@@ -49,7 +49,13 @@ from hypothesis.stateful import (
     rule,
 )
 
-from agentstate_reducer import MessageReducer, PruneHookError, ReducerConfig, SummaryError
+from agentstate_reducer import (
+    MessageReducer,
+    PruneHookError,
+    ReducerConfig,
+    StepError,
+    SummaryError,
+)
 from agentstate_reducer.messages import content_of, id_of, is_summary
 from agentstate_reducer.policy import Compress, DropOldest, Summarize
 
@@ -262,7 +268,7 @@ class ManyWriters(RuleBasedStateMachine):
             _tag.set(tag)
             try:
                 return self.reducer.reduce(messages, namespace=namespace)
-            except (PruneHookError, SummaryError) as exc:
+            except (PruneHookError, SummaryError, StepError) as exc:
                 return exc
 
         futures = [
@@ -277,8 +283,8 @@ class ManyWriters(RuleBasedStateMachine):
         if isinstance(outcome, PruneHookError):
             result = outcome.result
             assert result is not None, "a PruneHookError always carries a result to go on with"
-        elif isinstance(outcome, SummaryError):
-            result = None  # nothing pruned: the input is stored
+        elif isinstance(outcome, (SummaryError, StepError)):
+            result = None  # with "raise": nothing pruned, the input is stored
         else:
             result = outcome
             summarised = (
@@ -435,7 +441,7 @@ class ManyAsyncWriters(ManyWriters):
             _tag.set(tag)
             try:
                 return await self.reducer.areduce(messages, namespace=namespace)
-            except (PruneHookError, SummaryError) as exc:
+            except (PruneHookError, SummaryError, StepError) as exc:
                 return exc
 
         async def all_at_once() -> list[Any]:
