@@ -367,12 +367,23 @@ class ReduceContext:
         return position
 
     def _summary_request(
-        self, position: int, folded: list[Any], pruned: list[Any]
+        self, position: int, folded: list[Any], pruned: list[Any], carried: list[Any]
     ) -> SummaryRequest:
-        """The request for a summarising prune, leaving out pruned messages the folded
-        block already summarises (they still leave the list and reach the hooks)."""
+        """The request for the reduce's summarising prunes, leaving out pruned messages the
+        folded block already summarises (they still leave the list and reach the hooks),
+        with the messages ``carried`` from an earlier overflow first."""
         summaries = self.reducer.summaries
-        newer = summaries.newer_than(namespace_key(self.namespace), folded, pruned)
+        conversation = namespace_key(self.namespace)
+        plain = pruned
+        if folded:
+            covered = summaries.covered(folded, pruned)
+            plain = [m for i, m in enumerate(pruned) if i not in covered]
+        # A request summarised before is a replay (get_state, a resume, a request sent
+        # twice): made as it was, before any other list's newer block can stand in.
+        for extra in [carried, []] if carried else [[]]:
+            if summaries.remembers(conversation, [*folded, *extra, *plain]):
+                return _request(position, folded, [*extra, *plain])
+        newer = summaries.newer_than(conversation, folded, pruned)
         if newer is not None:
             # The list holds older versions of the conversation's summary (a subgraph's list
             # from before its parent folded): they leave, and the newest one is folded.
@@ -384,7 +395,7 @@ class ReduceContext:
             pruned = [m for i, m in enumerate(pruned) if i not in covered]
             if not pruned and len(folded) == 1:
                 return SummaryRequest(position, [], [], made=folded[0])  # nothing new
-        return _request(position, folded, pruned)
+        return _request(position, folded, [*carried, *pruned])
 
     # -- running the policy ----------------------------------------------------------------
 
@@ -471,14 +482,12 @@ class ReduceContext:
         try:
             position = self._block_position()
             pruned = self._summary_pruned
-            request = self._summary_request(position, self._summary_folded, pruned)
+            held = {fingerprint(m) for m in (*self._messages, *pruned)}
+            carried = summaries.carried(conversation, held)
+            request = self._summary_request(position, self._summary_folded, pruned, carried)
             if request.made is not None:
                 text = _summary_of(request.made)
             else:
-                held = {fingerprint(m) for m in (*self._messages, *request.pruned)}
-                carried = summaries.carried(conversation, held)
-                if carried:
-                    request = SummaryRequest(position, request.folded, [*carried, *request.pruned])
                 text = yield from summaries.summary_for(request, conversation)
                 summaries.settle_carried(conversation)
             self._inject(request, text)

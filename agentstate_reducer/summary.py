@@ -416,6 +416,10 @@ class RunningSummary:
         _, seen = self._walk(blocks)
         return {i for i, message in enumerate(pruned) if fingerprint(message) in seen}
 
+    def remembers(self, namespace_key: Hashable, messages: Sequence[Any]) -> bool:
+        """Whether a summary of exactly ``messages`` was made for the conversation."""
+        return self.memory.get(SummaryMemory.key(namespace_key, messages))[0]
+
     def summary_for(self, request: SummaryRequest, namespace_key: Hashable) -> Effects[str | None]:
         """The summary of ``request``: one ``summarize_fn`` call, or the one remembered.
 

@@ -643,3 +643,25 @@ def test_overlapping_reduces_of_a_conversation_make_one_summary(derived: bool) -
     second.join(5)
     assert len(calls) == 1
     assert [m["id"] for m in results[0].surviving] == [m["id"] for m in results[1].surviving]
+
+
+def test_a_replay_after_another_writer_summarised_calls_nothing() -> None:
+    """Found by the many-writers checker: two writers of one conversation reduce lists one
+    message apart (the second one's block becomes the conversation's newest); replaying
+    the first one's reduce (its result is the stored one) must reuse its own summary, not
+    fold the other writer's block into a new one."""
+    summarize = Summarizer()
+    reducer = injecting(summarize, preserve_first=True)
+    history = with_ids(chat(4))
+    first = [
+        *history,
+        {"role": "user", "content": "late", "id": "late"},
+        {"role": "assistant", "content": "x", "id": "x"},
+    ]
+    second = first[:-1]
+    stored = reducer.reduce(first, namespace="c")
+    reducer.reduce(second, namespace="c")
+    calls = len(summarize.calls)
+    replayed = reducer.reduce(first, namespace="c")
+    assert len(summarize.calls) == calls, "the replay called summarize_fn again"
+    assert [m["id"] for m in replayed.surviving] == [m.get("id") for m in stored.surviving]
