@@ -7,7 +7,7 @@ message objects, with no required dependency. LangGraph support lives in
 
 from typing import Any
 
-from .config import DEFAULT_NAMESPACE_KEY, ReducerConfig, RememberFn
+from .config import DEFAULT_NAMESPACE_KEY, Handoff, ReducerConfig, RememberFn
 from .errors import BackgroundHookError, PruneHookError, ReducerError, StepError, SummaryError
 from .hooks import Background
 from .reducer import MessageReducer
@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_NAMESPACE_KEY",
     "Background",
     "BackgroundHookError",
+    "Handoff",
     "MessageReducer",
     "PruneHookError",
     "ReducerConfig",

@@ -126,6 +126,11 @@ def is_async_only(fn: Any) -> bool:
     )
 
 
+def hook_name(hook: Any) -> str:
+    """A readable name for a hook (or any user callable), for messages."""
+    return getattr(hook, "__qualname__", None) or repr(hook)
+
+
 def _async_form(fn: Any) -> Callable[..., Coroutine[Any, Any, Any]] | None:
     form: Callable[..., Coroutine[Any, Any, Any]] | None = None
     if is_async_only(fn):

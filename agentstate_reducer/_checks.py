@@ -102,18 +102,3 @@ def check_choice(
     if value not in choices:
         raise ValueError(f"{name} must be {listed}, got {value!r}")
     return value
-
-
-def check_reducer(value: Any, name: str = "reducer") -> Any:
-    """Return ``value`` if it is a :class:`~agentstate_reducer.MessageReducer`.
-
-    Raises:
-        TypeError: It is not (a ``ReducerConfig`` is named: wrap it in ``MessageReducer``).
-    """
-    from .config import ReducerConfig
-    from .reducer import MessageReducer
-
-    if not isinstance(value, MessageReducer):
-        hint = " (wrap it: MessageReducer(config=...))" if isinstance(value, ReducerConfig) else ""
-        raise TypeError(f"{name} must be an agentstate_reducer.MessageReducer, got {value!r}{hint}")
-    return value

@@ -17,12 +17,13 @@ a :class:`DeprecationWarning` naming what to use instead. They go in 0.7.
 ===========================================  ===============================================
 
 Modules resolve old names through :func:`resolve`, from a module-level ``__getattr__``, so
-nothing here is imported (LangGraph included) until an old name is used.
+nothing an alias names is imported (LangGraph included) until an old name is used. This
+module imports nothing of the package: every module may use it (0.5's ``apply_reducer``,
+which needs LangGraph, lives in ``agentstate_reducer.langgraph._legacy``).
 """
 
 from __future__ import annotations
 
-import copy
 import importlib
 import warnings
 from collections.abc import Callable, Mapping
@@ -73,39 +74,6 @@ def default_summary_messages_factory(text: str, count: int) -> list[Any]:
         {"role": "human", "content": f"Here is the summary of previous {count} messages: {text}"},
         {"role": "ai", "content": "OK"},
     ]
-
-
-def apply_reducer(
-    reducer: Any,
-    checkpoint: Mapping[str, Any],
-    config: Any,
-    messages_key: str = "messages",
-) -> Any:
-    """0.5's ``apply_reducer``: a shallow copy of ``checkpoint`` with its message list reduced.
-
-    Returns ``checkpoint`` itself when there is no reducer, no message list, or nothing to
-    prune. The pruned messages reach the reducer's ``on_prune`` hooks with the namespace of
-    :func:`agentstate_reducer.langgraph.memory_namespace`, as in 0.5. Unlike the saver
-    wrapper it keeps no per-thread memory and gives the channel no new version.
-
-    Raises:
-        PruneHookError: An ``on_prune`` hook failed (0.5 logged and went on).
-        SummaryError: ``summarize_fn`` failed (0.5 logged and went on).
-    """
-    if reducer is None:
-        return checkpoint
-    from .langgraph import memory_namespace
-
-    channel_values = checkpoint.get("channel_values") or {}
-    messages = channel_values.get(messages_key)
-    if not messages:
-        return checkpoint
-    result = reducer.reduce(existing=messages, namespace=memory_namespace(reducer, config))
-    if len(result.surviving) == len(messages) and not result.pruned:
-        return checkpoint
-    reduced = copy.copy(dict(checkpoint))
-    reduced["channel_values"] = {**channel_values, messages_key: result.surviving}
-    return reduced
 
 
 _OURS = "agentstate_reducer._deprecated"
@@ -161,7 +129,7 @@ _ALIASES: dict[str, dict[str, Alias]] = {
             "agentstate_reducer.langgraph.ReducingCheckpointSaver (same arguments)",
         ),
         "apply_reducer": Alias(
-            _attr(_OURS, "apply_reducer"),
+            _attr("agentstate_reducer.langgraph._legacy", "apply_reducer"),
             "agentstate_reducer.langgraph.ReducingCheckpointSaver around your saver, or "
             "CheckpointReduction(reducer).apply(config, checkpoint, new_versions) inside one",
         ),

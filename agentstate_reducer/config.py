@@ -1,7 +1,11 @@
-"""``ReducerConfig``: every knob of the reducer, checked when it is built."""
+"""``ReducerConfig``: every knob of the reducer, checked when it is built; ``Handoff``: the
+settings of the hand-off to the ``on_prune`` hooks, grouped."""
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -16,7 +20,7 @@ from ._checks import (
 )
 
 if TYPE_CHECKING:
-    from .policy import ReductionStep
+    from .steps.contract import ReductionStep
 
 #: A prune hook: ``hook(messages, namespace)``; its return value is ignored. May be a
 #: coroutine function (awaited by ``areduce``).
@@ -27,6 +31,95 @@ DEFAULT_NAMESPACE_KEY = "memory_namespace"
 
 OnPruneError = Literal["raise", "keep"]
 Mode = Literal["reduce", "validate"]
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """How the messages that leave the list reach the ``on_prune`` hooks, and what a failing
+    hook (or summarizer) does to the reduce: ``ReducerConfig(handoff=Handoff(...))``.
+
+    The hooks themselves are ``ReducerConfig.on_prune``. Each field was a ``ReducerConfig``
+    keyword of its own before (``namespace_key``, ``dedupe_on_prune``, ``dedupe_window``,
+    ``on_prune_error``, ``max_pending_handoff``, ``retry_backoff``); those keywords still
+    work, with a ``DeprecationWarning`` naming the field to use, and the config still has
+    them as attributes (``config.on_prune_error`` is ``config.handoff.on_error``).
+
+    Attributes:
+        namespace_key: The ``configurable`` key integrations read the hooks' namespace from.
+        dedupe: Hand each message (namespace, id and content) to each hook at most once per
+            reducer.
+        dedupe_window: How many delivered messages each hook's memory keeps (oldest
+            forgotten).
+        on_error: What a failing hook or summarizer does to the reduce: ``"raise"``
+            (default) raises :class:`~agentstate_reducer.PruneHookError` (the reducer keeps
+            what the hook did not take and retries it on its next hand-off) or
+            :class:`~agentstate_reducer.SummaryError` (nothing pruned); ``"keep"`` prunes
+            nothing this time and reports the failure on ``ReducerResult.hook_error`` or
+            ``summary_error`` (the list is the retry buffer). ``reduce(on_prune_error=...)``
+            overrides it per call (the checkpoint savers use ``"keep"``).
+        max_pending: Messages a failing hook may have waiting for a retry (per hook); once
+            that many wait, a reduce that would hand it more prunes nothing.
+        wait: Seconds a reduce waits for another reduce of the same conversation that is
+            handing the same messages to a hook, or making its summary (threads, tasks, the
+            agent middleware and the checkpoint saver sharing a reducer): when that
+            hand-off succeeds they are not handed over again, when it fails they are kept
+            as this reduce's own failure would keep them; after this long they are kept
+            in the list (nothing is pruned), so a hook that never returns holds no other
+            reduce for longer.
+        retry_backoff: Seconds a hook or ``summarize_fn`` that failed is left alone before
+            it is called again (doubled on each further failure, up to 60 s); reduces
+            meanwhile treat it as still failing (keeping the messages, as on a failure), so
+            an outage costs one failing call per wait instead of one per reduce. 0 calls it
+            every time.
+
+    Raises:
+        TypeError: A field has the wrong type (the message names ``Handoff.<field>``).
+        ValueError: A field is out of range or not one of its choices.
+
+    Example:
+        >>> from agentstate_reducer import Handoff, ReducerConfig
+        >>> config = ReducerConfig(handoff=Handoff(on_error="keep", retry_backoff=5))
+        >>> config.handoff.on_error, config.on_prune_error
+        ('keep', 'keep')
+    """
+
+    namespace_key: str = DEFAULT_NAMESPACE_KEY
+    dedupe: bool = True
+    dedupe_window: int = 10_000
+    on_error: OnPruneError = "raise"
+    max_pending: int = 10_000
+    retry_backoff: float = 1.0
+    wait: float = 30.0
+
+    def __post_init__(self) -> None:
+        check_name("Handoff.namespace_key", self.namespace_key)
+        check_bool("Handoff.dedupe", self.dedupe)
+        check_int("Handoff.dedupe_window", self.dedupe_window, minimum=1)
+        check_choice("Handoff.on_error", self.on_error, ("raise", "keep"))
+        check_int("Handoff.max_pending", self.max_pending, minimum=0)
+        check_number("Handoff.retry_backoff", self.retry_backoff, minimum=0)
+        check_number("Handoff.wait", self.wait, minimum=0)
+
+
+#: The ``ReducerConfig`` keywords :class:`Handoff` replaced, and the field each one is now.
+HANDOFF_KEYWORDS: dict[str, str] = {
+    "namespace_key": "namespace_key",
+    "dedupe_on_prune": "dedupe",
+    "dedupe_window": "dedupe_window",
+    "on_prune_error": "on_error",
+    "max_pending_handoff": "max_pending",
+    "retry_backoff": "retry_backoff",
+}
+
+
+class _Unset(enum.Enum):
+    """An old keyword not passed (None is not a value any of them takes, but it must still
+    be refused as it was before)."""
+
+    UNSET = enum.auto()
+
+
+_UNSET = _Unset.UNSET
 
 
 @dataclass(frozen=True)
@@ -86,29 +179,11 @@ class ReducerConfig:
             one, else a tenth of the history's target (at least 32).
         on_prune: Hooks ``(pruned_messages, namespace)`` that hand pruned messages to
             long-term memory. A single callable is accepted too.
-        namespace_key: The ``configurable`` key integrations read the hooks' namespace from.
-        dedupe_on_prune: Hand each message id to each hook at most once per reducer.
-        dedupe_window: How many delivered ids each hook's memory keeps (oldest forgotten).
-        on_prune_error: What a failing hook or summarizer does to the reduce: ``"raise"``
-            (default) raises :class:`~agentstate_reducer.PruneHookError` (the reducer keeps
-            what the hook did not take and retries it on its next hand-off) or
-            :class:`~agentstate_reducer.SummaryError` (nothing pruned); ``"keep"`` prunes
-            nothing this time and reports the failure on ``ReducerResult.hook_error`` or
-            ``summary_error`` (the list is the retry buffer). ``reduce(on_prune_error=...)``
-            overrides it per call (the checkpoint savers use ``"keep"``).
-        max_pending_handoff: Messages a failing hook may have waiting for a retry (per
-            hook); once that many wait, a reduce that would hand it more prunes nothing.
-        handoff_wait: Seconds a reduce waits for another reduce of the same conversation
-            that is handing the same messages to a hook (threads, tasks, the middleware and
-            the checkpoint saver sharing a reducer): when that hand-off succeeds they are
-            not handed over again, when it fails they are kept as this reduce's own failure
-            would keep them; after this long they are kept (in the list: nothing is
-            pruned), so a hook that never returns holds no other reduce for longer.
-        retry_backoff: Seconds a hook or ``summarize_fn`` that failed is left alone before
-            it is called again (doubled on each further failure, up to 60 s); reduces
-            meanwhile treat it as still failing (keeping the messages, as on a failure), so
-            an outage costs one failing call per wait instead of one per reduce. 0 calls it
-            every time.
+        handoff: How pruned messages reach the hooks and what a failing hook or summarizer
+            does to the reduce (:class:`Handoff`: ``namespace_key``, ``dedupe``,
+            ``dedupe_window``, ``on_error``, ``max_pending``, ``wait``, ``retry_backoff``). Its
+            fields are also read as the config's attributes of their former names
+            (``config.on_prune_error``, ``config.retry_backoff``, ...).
         reply_reserve: Tokens kept free for the model's reply: the history may use
             ``max_tokens - reply_reserve`` (and is pruned to ``target_tokens -
             reply_reserve``), so ``max_tokens`` can be the model's context size.
@@ -121,6 +196,12 @@ class ReducerConfig:
             ``[Summarize()]`` when ``summarize_fn`` is set.
         mode: ``"reduce"`` (default), or ``"validate"``: change nothing and report
             problems on ``ReducerResult.problems``.
+
+    The keywords ``namespace_key``, ``dedupe_on_prune``, ``dedupe_window``,
+    ``on_prune_error``, ``max_pending_handoff`` and ``retry_backoff`` are deprecated: each
+    still sets its :class:`Handoff` field, with a ``DeprecationWarning``; passing one with a
+    ``handoff`` that says otherwise is a ``ValueError``. The fields from ``handoff`` on are
+    keyword-only.
 
     Raises:
         TypeError: A field has the wrong type (a hook or counter that is not callable, a
@@ -141,18 +222,74 @@ class ReducerConfig:
     summary_message_factory: Callable[[str, int], list[Any]] | None = None
     summary_max_tokens: int | None = None
     on_prune: Sequence[RememberFn] = field(default_factory=tuple)
-    namespace_key: str = DEFAULT_NAMESPACE_KEY
-    dedupe_on_prune: bool = True
-    dedupe_window: int = 10_000
-    on_prune_error: OnPruneError = "raise"
-    max_pending_handoff: int = 10_000
-    handoff_wait: float = 30.0
-    retry_backoff: float = 1.0
-    reply_reserve: int = 0
-    start_on_human: bool = False
-    keep_groups: int = 0
-    policy: Sequence[ReductionStep] | None = None
-    mode: Mode = "reduce"
+    handoff: Handoff = field(default_factory=Handoff, kw_only=True)
+    reply_reserve: int = field(default=0, kw_only=True)
+    start_on_human: bool = field(default=False, kw_only=True)
+    keep_groups: int = field(default=0, kw_only=True)
+    policy: Sequence[ReductionStep] | None = field(default=None, kw_only=True)
+    mode: Mode = field(default="reduce", kw_only=True)
+
+    # Written out (not generated) to take the keywords Handoff replaced; the defaults are
+    # the fields' (tests/test_config.py checks they agree).
+    def __init__(
+        self,
+        min_messages: int = 10,
+        max_messages: int | None = 20,
+        max_tokens: int | None = None,
+        target_tokens: int | None = None,
+        token_counter: Callable[[Any], int] | str | None = None,
+        preserve_first: bool | Literal["system"] = True,
+        cascade_tool_messages: bool = True,
+        summarize_fn: Callable[[list[Any]], Any] | None = None,
+        inject_summary: bool = False,
+        summary_message_factory: Callable[[str, int], list[Any]] | None = None,
+        summary_max_tokens: int | None = None,
+        on_prune: Sequence[RememberFn] = (),
+        *,
+        handoff: Handoff | None = None,
+        reply_reserve: int = 0,
+        start_on_human: bool = False,
+        keep_groups: int = 0,
+        policy: Sequence[ReductionStep] | None = None,
+        mode: Mode = "reduce",
+        namespace_key: str | _Unset = _UNSET,
+        dedupe_on_prune: bool | _Unset = _UNSET,
+        dedupe_window: int | _Unset = _UNSET,
+        on_prune_error: OnPruneError | _Unset = _UNSET,
+        max_pending_handoff: int | _Unset = _UNSET,
+        retry_backoff: float | _Unset = _UNSET,
+    ) -> None:
+        old = {
+            "namespace_key": namespace_key,
+            "dedupe_on_prune": dedupe_on_prune,
+            "dedupe_window": dedupe_window,
+            "on_prune_error": on_prune_error,
+            "max_pending_handoff": max_pending_handoff,
+            "retry_backoff": retry_backoff,
+        }
+        values: dict[str, Any] = {
+            "min_messages": min_messages,
+            "max_messages": max_messages,
+            "max_tokens": max_tokens,
+            "target_tokens": target_tokens,
+            "token_counter": token_counter,
+            "preserve_first": preserve_first,
+            "cascade_tool_messages": cascade_tool_messages,
+            "summarize_fn": summarize_fn,
+            "inject_summary": inject_summary,
+            "summary_message_factory": summary_message_factory,
+            "summary_max_tokens": summary_max_tokens,
+            "on_prune": on_prune,
+            "handoff": _handoff(handoff, {k: v for k, v in old.items() if v is not _UNSET}),
+            "reply_reserve": reply_reserve,
+            "start_on_human": start_on_human,
+            "keep_groups": keep_groups,
+            "policy": policy,
+            "mode": mode,
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         check_int("min_messages", self.min_messages, minimum=0)
@@ -186,12 +323,7 @@ class ReducerConfig:
             raise error(
                 f"preserve_first must be True, False or 'system', got {self.preserve_first!r}"
             )
-        for name in (
-            "cascade_tool_messages",
-            "inject_summary",
-            "dedupe_on_prune",
-            "start_on_human",
-        ):
+        for name in ("cascade_tool_messages", "inject_summary", "start_on_human"):
             check_bool(name, getattr(self, name))
         check_callable("summarize_fn", self.summarize_fn)
         check_callable("summary_message_factory", self.summary_message_factory)
@@ -212,12 +344,6 @@ class ReducerConfig:
         for index, hook in enumerate(hooks):
             check_callable(f"on_prune[{index}]", hook, optional=False)
         object.__setattr__(self, "on_prune", tuple(hooks))
-        check_name("namespace_key", self.namespace_key)
-        check_int("dedupe_window", self.dedupe_window, minimum=1)
-        check_choice("on_prune_error", self.on_prune_error, ("raise", "keep"))
-        check_int("max_pending_handoff", self.max_pending_handoff, minimum=0)
-        check_number("handoff_wait", self.handoff_wait, minimum=0)
-        check_number("retry_backoff", self.retry_backoff, minimum=0)
         if self.summary_max_tokens is not None:
             check_int("summary_max_tokens", self.summary_max_tokens, minimum=1)
             if self.max_tokens is None:
@@ -238,13 +364,46 @@ class ReducerConfig:
                 )
         check_int("keep_groups", self.keep_groups, minimum=0)
         check_choice("mode", self.mode, ("reduce", "validate"))
-        from .policy import check_policy
+        from .steps.policy import check_policy
 
         check_policy(
             self.policy, token_mode=self.token_mode, can_summarize=self.summarize_fn is not None
         )
         if self.policy is not None:
             object.__setattr__(self, "policy", tuple(self.policy))
+
+    # The settings Handoff groups, under the names they had as fields (read by code written
+    # before it, ours and integrations'); no warning: reading them stays supported.
+
+    @property
+    def namespace_key(self) -> str:
+        """``handoff.namespace_key``."""
+        return self.handoff.namespace_key
+
+    @property
+    def dedupe_on_prune(self) -> bool:
+        """``handoff.dedupe``."""
+        return self.handoff.dedupe
+
+    @property
+    def dedupe_window(self) -> int:
+        """``handoff.dedupe_window``."""
+        return self.handoff.dedupe_window
+
+    @property
+    def on_prune_error(self) -> OnPruneError:
+        """``handoff.on_error``."""
+        return self.handoff.on_error
+
+    @property
+    def max_pending_handoff(self) -> int:
+        """``handoff.max_pending``."""
+        return self.handoff.max_pending
+
+    @property
+    def retry_backoff(self) -> float:
+        """``handoff.retry_backoff``."""
+        return self.handoff.retry_backoff
 
     @property
     def token_mode(self) -> bool:
@@ -266,3 +425,34 @@ class ReducerConfig:
     def effective_target_tokens(self) -> int | None:
         """The token count token mode prunes down to."""
         return self.target_tokens if self.target_tokens is not None else self.max_tokens
+
+
+def _handoff(handoff: Handoff | None, old: dict[str, Any]) -> Handoff:
+    """``handoff`` (or the default) with the deprecated keywords in ``old`` applied, each
+    with a ``DeprecationWarning``.
+
+    Raises:
+        TypeError: ``handoff`` is not a Handoff, or an old keyword's value has the wrong
+            type for its field.
+        ValueError: An old keyword contradicts ``handoff``, or its value is out of range.
+    """
+    if handoff is not None and not isinstance(handoff, Handoff):
+        raise TypeError(f"handoff must be an agentstate_reducer.Handoff, got {handoff!r}")
+    changes: dict[str, Any] = {}
+    for keyword, value in old.items():
+        name = HANDOFF_KEYWORDS[keyword]
+        warnings.warn(
+            f"ReducerConfig({keyword}=...) is deprecated: pass "
+            f"handoff=Handoff({name}=...) instead (reading config.{keyword} still works)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        if handoff is not None and getattr(handoff, name) != value:
+            raise ValueError(
+                f"ReducerConfig({keyword}={value!r}) contradicts "
+                f"handoff=Handoff({name}={getattr(handoff, name)!r}); pass only "
+                f"handoff=Handoff({name}=...)"
+            )
+        changes[name] = value
+    base = handoff if handoff is not None else Handoff()
+    return dataclasses.replace(base, **changes) if changes else base

@@ -16,6 +16,10 @@ never precedes an instruction message). A block that comes out larger than its r
 leaves the list over its limit: then more is pruned, without another call, and those
 messages are *carried* into the conversation's next summary (see
 :meth:`~agentstate_reducer.summary.RunningSummary.carry`).
+
+The context holds the parts of its reducer it uses (limits, reader, running summary,
+rewrite memory), never the reducer itself: it reads messages through its own
+:class:`~agentstate_reducer.reader.Reader`, the one the reducer planned with.
 """
 
 from __future__ import annotations
@@ -24,29 +28,19 @@ import inspect
 import logging
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, TypeVar, overload
 
-from ._calls import Call, Effects
-from ._memory import Bounded, namespace_key
+from ._calls import Call, Effects, hook_name
+from ._memory import namespace_key
 from .errors import StepError
-from .hooks import hook_name
-from .messages import (
-    SUMMARY_HEADER,
-    content_of,
-    fingerprint,
-    id_of,
-    read_view,
-    view_of,
-    with_id,
-)
-from .planner import PlanState
-from .policy import ReductionStep, StepReport
+from .messages import fingerprint, id_of, read_view, view_of, with_id
+from .planner import PlanLimits, PlanState
+from .reader import Reader
 from .result import ReducerResult
-from .summary import SummaryRequest, summary_id
+from .rewrites import Rewrites
+from .steps.contract import ReductionStep, StepReport
+from .summary import RunningSummary, SummaryRequest, summary_of_block, summary_request
 from .validate import DANGLING_CALL, ORPHAN_RESULT, find_problems
-
-if TYPE_CHECKING:
-    from .reducer import MessageReducer
 
 logger = logging.getLogger("agentstate_reducer.reducer")
 
@@ -82,9 +76,6 @@ class ReadOnly(Sequence[_T]):
         return f"ReadOnly({self._items!r})"
 
 
-#: How many rewritten messages a reducer remembers (see Rewrites).
-_REWRITES_KEPT = 10_000
-
 #: Roles the summary block never goes before (the leading instruction messages).
 _INSTRUCTIONS = frozenset({"system", "developer"})
 
@@ -96,10 +87,19 @@ class ReduceContext:
     Implements :class:`~agentstate_reducer.policy.StepContext`.
     """
 
-    reducer: MessageReducer
     original: list[Any]
     state: PlanState
     namespace: Any
+    limits: PlanLimits
+    """The reducer's limits (the history budget, after the reply reserve)."""
+    reader: Reader
+    """Reads messages and counts their tokens as the reducer's plan does."""
+    summaries: RunningSummary
+    """The reducer's running summary (makes, remembers and places the block)."""
+    rewrites: Rewrites
+    """The reducer's memory of rewritten messages, whose originals were handed over."""
+    inject_summary: bool
+    """Whether a summary is injected into the list (``ReducerConfig.inject_summary``)."""
     view: bool = False
     """Only bound what a model sees: no summary, no hand-off (``MessageReducer.view``)."""
     keep_going: bool = False
@@ -127,7 +127,7 @@ class ReduceContext:
 
     def __post_init__(self) -> None:
         self._messages = list(self.original)
-        limits = self.reducer.limits
+        limits = self.limits
         target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
         self.target = target
         self.tokens_before = self.state.total
@@ -147,9 +147,9 @@ class ReduceContext:
     def summary_room(self) -> int:
         """The room a summarising drop keeps for the summary block it will insert: tokens
         in token mode, messages in count mode; 0 when no block is injected."""
-        if self.view or not self.reducer.config.inject_summary:
+        if self.view or not self.inject_summary:
             return 0
-        return self.reducer.summaries.reserve(self.state, self._messages)
+        return self.summaries.reserve(self.state, self._messages)
 
     @property
     def total(self) -> int:
@@ -157,26 +157,26 @@ class ReduceContext:
 
     @property
     def token_mode(self) -> bool:
-        return self.reducer.limits.max_tokens is not None
+        return self.limits.max_tokens is not None
 
     @property
     def budget(self) -> int | None:
-        return self.reducer.limits.max_tokens
+        return self.limits.max_tokens
 
     @property
     def max_messages(self) -> int | None:
-        return None if self.token_mode else self.reducer.limits.max_messages
+        return None if self.token_mode else self.limits.max_messages
 
     @property
     def min_messages(self) -> int:
-        return self.reducer.limits.min_messages
+        return self.limits.min_messages
 
     def fits(self) -> bool:
         return self.state.fits()
 
     def count(self, message: Any) -> int:
         """Tokens of one message (0 in count mode)."""
-        return self.reducer._count_one(message)
+        return self.reader.count(message)
 
     def role(self, position: int) -> str:
         return self.state.views[position].role
@@ -222,7 +222,7 @@ class ReduceContext:
         if not self.view:
             # Its original reaches the hooks now: when the rewrite itself leaves later, it
             # is not handed over again (for any step, also one without its own rewrote()).
-            self.reducer.rewrites.add(message, namespace_key(self.namespace))
+            self.rewrites.add(message, namespace_key(self.namespace))
 
     def insert(self, position: int, messages: Sequence[Any]) -> None:
         """Insert new messages before ``position``."""
@@ -271,7 +271,7 @@ class ReduceContext:
         if not gone:
             return []
         summarize = summarize and not self.view
-        inject = summarize and self.reducer.config.inject_summary
+        inject = summarize and self.inject_summary
         room = self.summary_room() if inject else 0
         folded_at = state.summary_positions(len(self._messages)) if inject else []
         return self._take(sorted(gone), folded_at, summarize=summarize, room=room)
@@ -280,7 +280,7 @@ class ReduceContext:
         """Prune towards the target; with ``summarize``, ask for a summary of what goes
         (folding the summary block already in the list when the summary is injected)."""
         summarize = summarize and not self.view
-        inject = summarize and self.reducer.config.inject_summary
+        inject = summarize and self.inject_summary
         state = self.state
         room = self.summary_room() if summarize else 0
         end = state.end_for_target(room, fold=inject)
@@ -327,7 +327,7 @@ class ReduceContext:
         folded = [messages[p] for p in folded_at if id(messages[p]) not in ours]
         if len(folded) > 1:
             # A block already folded into another one here leaves with it, unsummarised.
-            stale = self.reducer.summaries.superseded(folded)
+            stale = self.summaries.superseded(folded)
             self.folded_summaries.extend(b for i, b in enumerate(folded) if i in stale)
             folded = [b for i, b in enumerate(folded) if i not in stale]
         self._messages = messages[:start] + kept
@@ -349,7 +349,7 @@ class ReduceContext:
     def _hold_room(self, room: int) -> None:
         """Put a placeholder block of ``room`` (tokens, or its messages in count mode)
         where the block will go, so the steps after this one plan with it."""
-        self._placeholder = self.reducer.summaries.placeholder(self._messages)
+        self._placeholder = self.summaries.placeholder(self._messages)
         self._placeholder_tokens = room
         at = self._block_position()
         self._messages = self._messages[:at] + self._placeholder + self._messages[at:]
@@ -372,7 +372,7 @@ class ReduceContext:
         """The request for the reduce's summarising prunes, leaving out pruned messages the
         folded block already summarises (they still leave the list and reach the hooks),
         with the messages ``carried`` from an earlier overflow first."""
-        summaries = self.reducer.summaries
+        summaries = self.summaries
         conversation = namespace_key(self.namespace)
         plain = pruned
         if folded:
@@ -382,7 +382,7 @@ class ReduceContext:
         # twice): made as it was, before any other list's newer block can stand in.
         for extra in [carried, []] if carried else [[]]:
             if summaries.remembers(conversation, [*folded, *extra, *plain]):
-                return _request(position, folded, [*extra, *plain])
+                return summary_request(position, folded, [*extra, *plain])
         newer = summaries.newer_than(conversation, folded, pruned)
         if newer is not None:
             # The list holds older versions of the conversation's summary (a subgraph's list
@@ -395,7 +395,7 @@ class ReduceContext:
             pruned = [m for i, m in enumerate(pruned) if i not in covered]
             if not pruned and len(folded) == 1:
                 return SummaryRequest(position, [], [], made=folded[0])  # nothing new
-        return _request(position, folded, [*carried, *pruned])
+        return summary_request(position, folded, [*carried, *pruned])
 
     # -- running the policy ----------------------------------------------------------------
 
@@ -467,18 +467,18 @@ class ReduceContext:
         block where the placeholder held its room; if it came out larger than that room,
         prune further without another call and carry those messages into the next
         summary. One reduce of a conversation at a time does this (the others wait, at
-        most ``handoff_wait`` seconds), so an overlapping reduce sees the block the first
+        most ``Handoff.wait`` seconds), so an overlapping reduce sees the block the first
         one made and does not summarise the same messages again."""
         if not self._summarising:
             return
-        summaries = self.reducer.summaries
+        summaries = self.summaries
         conversation = namespace_key(self.namespace)
         if self._placeholder:
             ours = {id(m) for m in self._placeholder}
             self._messages = [m for m in self._messages if id(m) not in ours]
             self._placeholder = []
             self._rebuild()
-        slot = yield from summaries.begin(conversation, self.reducer.config.handoff_wait)
+        slot = yield from summaries.begin(conversation)
         try:
             position = self._block_position()
             pruned = self._summary_pruned
@@ -486,14 +486,14 @@ class ReduceContext:
             carried = summaries.carried(conversation, held)
             request = self._summary_request(position, self._summary_folded, pruned, carried)
             if request.made is not None:
-                text = _summary_of(request.made)
+                text = summary_of_block(request.made)
             else:
                 text = yield from summaries.summary_for(request, conversation)
                 summaries.settle_carried(conversation)
             self._inject(request, text)
         finally:
             summaries.end(conversation, slot)
-        if self.reducer.config.inject_summary and self.state.over_limit():
+        if self.inject_summary and self.state.over_limit():
             # The block took more room than planned: no second call; what goes now is
             # summarised by the conversation's next summary.
             end = self.state.end_for_target(0)
@@ -505,7 +505,7 @@ class ReduceContext:
     def _inject(self, request: SummaryRequest, text: str | None) -> None:
         if text is not None:
             self.summary = text
-        if not self.reducer.config.inject_summary:
+        if not self.inject_summary:
             return
         skip = {id(m) for m in self.summary_messages} | self._elsewhere
         self.folded_summaries.extend(m for m in request.folded if id(m) not in skip)
@@ -515,18 +515,18 @@ class ReduceContext:
         elif text is None:
             block = request.folded  # nothing new to say: the old summary stays
         else:
-            block = self.reducer.summaries.block(text, request, self._messages)
+            block = self.summaries.block(text, request, self._messages)
             self.summary_messages = block
             if len(block) == 1:
-                self.reducer.summaries.remember_latest(namespace_key(self.namespace), block[0])
+                self.summaries.remember_latest(namespace_key(self.namespace), block[0])
         at = request.position
         self._messages = self._messages[:at] + block + self._messages[at:]
         self._rebuild()
 
     def _rebuild(self) -> None:
         """Plan afresh: a block inserted mid-list has no place in the incremental state."""
-        state = PlanState(self.reducer.limits)
-        views, tokens = self.reducer._read(self._messages, lambda i: f"messages[{i}]")
+        state = PlanState(self.limits)
+        views, tokens = self.reader.read(self._messages, lambda i: f"messages[{i}]")
         state.extend(views, tokens)
         if self._placeholder and tokens is not None:
             # The placeholder counts what the block will take, not its own few tokens.
@@ -578,24 +578,6 @@ class ReduceContext:
         )
 
 
-class Rewrites:
-    """Fingerprints of the messages steps put in place of others (the newest
-    :data:`_REWRITES_KEPT`), by conversation, in the process: their originals reached the
-    hooks, so they themselves are not handed over when they leave. Safe to share between
-    threads."""
-
-    def __init__(self) -> None:
-        self._seen: Bounded[tuple[Any, str], None] = Bounded(_REWRITES_KEPT)
-
-    def add(self, message: Any, conversation: Any) -> None:
-        self._seen.put((conversation, fingerprint(message)), None)
-
-    def holds(self, message: Any, conversation: Any) -> bool:
-        if not self._seen:  # no step has rewritten anything: skip the fingerprint
-            return False
-        return (conversation, fingerprint(message)) in self._seen
-
-
 def _touched(step: ReductionStep, outcome: Any) -> list[Any]:
     """What a step returned, as the list its report holds."""
     if outcome is None:
@@ -606,26 +588,3 @@ def _touched(step: ReductionStep, outcome: Any) -> list[Any]:
             "of messages it touched (or None)"
         )
     return list(outcome)
-
-
-def _request(position: int, folded: list[Any], pruned: list[Any]) -> SummaryRequest:
-    """The summary request of a prune, recognising a block already made for it.
-
-    A folded block whose id is the id this prune's block would get (from the other folded
-    blocks and the pruned messages) is that block, made by the same reducer elsewhere: a
-    subgraph sharing the channel summarises, then its parent merges its list and prunes the
-    same messages. It is used as it is, without another ``summarize_fn`` call.
-    """
-    for index, block in enumerate(folded):
-        others = folded[:index] + folded[index + 1 :]
-        if id_of(block) is not None and id_of(block) == summary_id(others, pruned):
-            return SummaryRequest(position, others, pruned, made=block)
-    return SummaryRequest(position, folded, pruned)
-
-
-def _summary_of(block: Any) -> str | None:
-    """The summary text of a block the reducer made (its header line removed)."""
-    content = content_of(block)
-    if not isinstance(content, str):
-        return None
-    return content.removeprefix(SUMMARY_HEADER)

@@ -35,7 +35,7 @@ message exactly as its own outcome would:
   keeps the message in its list;
 * not taken and not kept (the other reduce kept it in its own list): with ``"raise"`` this
   delivery keeps it for a retry under its own claim, with ``"keep"`` it stays in the list;
-* still under way after ``handoff_wait`` seconds (a hook that hangs): it stays in this
+* still under way after ``Handoff.wait`` seconds (a hook that hangs): it stays in this
   reduce's list (nothing is pruned), in both modes, so a hook that never returns holds
   other reduces for that long at most.
 
@@ -65,7 +65,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ._calls import Call, Effects, Outage, Signal, Wait, call_sync
+from ._calls import Call, Effects, Outage, Signal, Wait, call_sync, hook_name
 from ._checks import check_int, check_number
 from ._memory import namespace_key
 from .errors import BackgroundHookError, PruneHookError
@@ -82,7 +82,7 @@ Hook = Callable[[list[Any], Any], Any]
 _Key = tuple[Hashable, str, str]
 
 #: Seconds a reduce waits for another reduce's hand-off of the same messages (see
-#: ``ReducerConfig.handoff_wait``).
+#: ``Handoff.wait``).
 DEFAULT_HANDOFF_WAIT = 30.0
 
 
@@ -327,7 +327,7 @@ class HookDelivery:
     # -- claims on messages another delivery holds ----------------------------------------
 
     def _await_claims(self, foreign: list[tuple[Any, _Key, _Claim]]) -> Effects[None]:
-        """Wait (at most ``handoff_wait`` seconds in all) for the claims still in flight."""
+        """Wait (at most ``Handoff.wait`` seconds in all) for the claims still in flight."""
         deadline = time.monotonic() + self._wait
         seen: set[int] = set()
         for _, _, claim in foreign:
@@ -369,7 +369,7 @@ class HookDelivery:
         if late:
             timeout = TimeoutError(
                 f"another reduce of this conversation was still handing {len(late)} of these "
-                f"messages to the hook after handoff_wait={self._wait:g} s"
+                f"messages to the hook after Handoff.wait={self._wait:g} s"
             )
             out.append(HookFailure(hook, timeout, late, namespace, kept=False))
         if held:
@@ -610,11 +610,6 @@ def waiting_error(
     )
     error.__cause__ = first
     return error
-
-
-def hook_name(hook: Any) -> str:
-    """A readable name for a hook, for messages."""
-    return getattr(hook, "__qualname__", None) or repr(hook)
 
 
 _LIVE_BACKGROUNDS: weakref.WeakSet[Background] = weakref.WeakSet()

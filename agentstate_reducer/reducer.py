@@ -9,16 +9,15 @@ running blocking ones in worker threads.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace as _replace_fields
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
-from ._calls import Effects, adrive, drive
+from ._calls import Effects, adrive, drive, hook_name
 from ._checks import check_choice
 from ._memory import namespace_key
-from .config import ReducerConfig
-from .context import ReduceContext, Rewrites
+from .config import HANDOFF_KEYWORDS, ReducerConfig
+from .context import ReduceContext
 from .errors import PruneHookError, SummaryError
 from .hooks import (
     HandoffStatus,
@@ -26,13 +25,16 @@ from .hooks import (
     HookFailure,
     PendingBatch,
     hook_error,
-    hook_name,
     waiting_error,
 )
-from .messages import MessageView, read_view, view_of
+from .messages import view_of
 from .planner import PlanLimits, PlanState, plan_prune
-from .policy import ReductionStep, default_policy
+from .reader import Reader
 from .result import ReducerResult
+from .rewrites import Rewrites
+from .session import PlanCache
+from .steps.contract import ReductionStep
+from .steps.policy import default_policy
 from .summary import RunningSummary, SummaryMemory
 from .tokens import TokenCounter
 from .validate import find_problems
@@ -92,23 +94,22 @@ class MessageReducer:
             if config.policy is not None
             else default_policy(config.summarize_fn is not None)
         )
-        self._count_tokens = TokenCounter(config.token_counter) if config.token_mode else None
+        self._reader = Reader(TokenCounter(config.token_counter) if config.token_mode else None)
+        handoff = config.handoff
         self._delivery = HookDelivery(
             config.on_prune,
-            dedupe=config.dedupe_on_prune,
-            window=config.dedupe_window,
-            pending_limit=config.max_pending_handoff,
-            backoff=config.retry_backoff,
-            wait=config.handoff_wait,
+            dedupe=handoff.dedupe,
+            window=handoff.dedupe_window,
+            pending_limit=handoff.max_pending,
+            backoff=handoff.retry_backoff,
+            wait=handoff.wait,
         )
-        # The plan state of the last list this reducer returned (see _Session), so that a
-        # chat growing by a turn costs work for that turn only. A reduce takes it out while
-        # it runs; another reduce meanwhile finds none and plans from scratch.
-        self._session: _Session | None = None
-        self._session_lock = threading.Lock()
+        # The plan state of the last list this reducer returned, so that a chat growing by
+        # a turn costs work for that turn only (see PlanCache).
+        self._plans = PlanCache(self._limits)
         self.rewrites = Rewrites()
         """The messages steps wrote in place of others (their originals were handed over)."""
-        self.summaries = RunningSummary(config, self._limits, self._count_one, SummaryMemory())
+        self.summaries = RunningSummary(config, self._limits, self._reader.count, SummaryMemory())
         """The running summary: how this reducer makes, remembers and places it."""
 
     @property
@@ -156,22 +157,16 @@ class MessageReducer:
         example to keep only a system prompt at index 0.
 
         Args:
-            **changes: ``ReducerConfig`` fields to change; the hook settings
-                (``on_prune``, ``dedupe_on_prune``, ``dedupe_window``,
-                ``max_pending_handoff``) cannot change, since the hand-off memory is shared.
+            **changes: ``ReducerConfig`` fields to change; ``on_prune`` and ``handoff``
+                (or any of the keywords :class:`~agentstate_reducer.Handoff` replaced)
+                cannot change, since the hand-off memory is shared.
 
         Raises:
-            ValueError: A hook setting is changed, or the changed config is invalid.
+            ValueError: ``on_prune`` or ``handoff`` is changed, or the changed config is
+                invalid.
             TypeError: A field has the wrong type, or is not a ReducerConfig field.
         """
-        shared = (
-            "on_prune",
-            "dedupe_on_prune",
-            "dedupe_window",
-            "max_pending_handoff",
-            "handoff_wait",
-        )
-        for name in shared:
+        for name in ("on_prune", "handoff", *HANDOFF_KEYWORDS):
             if name in changes and changes[name] != getattr(self._config, name):
                 raise ValueError(
                     f"with_config cannot change {name}: the derived reducer shares this "
@@ -182,7 +177,7 @@ class MessageReducer:
         derived.rewrites = self.rewrites
         derived.summaries.share(self.summaries)
         if derived._config.token_counter is self._config.token_counter:
-            derived._count_tokens = self._count_tokens or derived._count_tokens
+            derived._reader.counter = self._reader.counter or derived._reader.counter
         return derived
 
     def count_tokens(self, message: Any) -> int:
@@ -191,7 +186,7 @@ class MessageReducer:
         Raises:
             TypeError: ``message`` is not a message, or the counter misbehaves.
         """
-        counter = self._count_tokens or TokenCounter(self._config.token_counter)
+        counter = self._reader.counter or TokenCounter(self._config.token_counter)
         return counter(message, "message", view_of(message, "message"))
 
     def plan(self, messages: Sequence[Any]) -> ReducerResult:
@@ -204,7 +199,7 @@ class MessageReducer:
             TypeError: ``messages`` is not a list of messages; the error names the index.
         """
         combined = _as_list(messages, "messages")
-        views, tokens = self._read(combined, lambda i: f"messages[{i}]")
+        views, tokens = self._reader.read(combined, lambda i: f"messages[{i}]")
         pruned_at = plan_prune(views, self._limits, tokens)
         gone = set(pruned_at)
         return ReducerResult(
@@ -225,7 +220,7 @@ class MessageReducer:
             TypeError: ``messages`` is not a list of messages; the error names the index.
         """
         combined = _as_list(messages, "messages")
-        views, tokens = self._read(combined, lambda i: f"messages[{i}]")
+        views, tokens = self._reader.read(combined, lambda i: f"messages[{i}]")
         total = sum(tokens) if tokens is not None else None
         return ReducerResult(
             surviving=combined,
@@ -260,7 +255,7 @@ class MessageReducer:
             new: Messages to append.
             namespace: Passed unchanged to every ``on_prune`` hook (for example a
                 long-term memory namespace); also keys the summary and hand-off memories.
-            on_prune_error: Overrides ``config.on_prune_error`` for this call.
+            on_prune_error: Overrides ``config.handoff.on_error`` for this call.
 
         Returns:
             The surviving and pruned messages (``surviving + pruned`` holds every input
@@ -325,7 +320,7 @@ class MessageReducer:
         Args:
             messages: The stored messages.
             namespace: Passed to steps (``context.namespace``).
-            on_prune_error: Overrides ``config.on_prune_error``: with ``"keep"`` a step
+            on_prune_error: Overrides ``config.handoff.on_error``: with ``"keep"`` a step
                 whose call fails (a compressor) is skipped; with ``"raise"`` its
                 ``StepError`` is raised.
 
@@ -370,7 +365,7 @@ class MessageReducer:
             step_id: The ``id`` of a step of this reducer's policy.
             messages: The messages.
             namespace: Passed to the ``on_prune`` hooks.
-            on_prune_error: Overrides ``config.on_prune_error`` for this call.
+            on_prune_error: Overrides ``config.handoff.on_error`` for this call.
 
         Raises:
             KeyError: No step of the policy has that id (the error lists the ids).
@@ -476,11 +471,11 @@ class MessageReducer:
         on_prune_error: OnPruneError | None,
     ) -> Effects[ReducerResult]:
         mode = self._on_error(on_prune_error)
-        state, known = self._resume(combined)
-        views, tokens = self._read(combined[known:], lambda i: where(known + i))
+        state, known = self._plans.resume(combined)
+        views, tokens = self._reader.read(combined[known:], lambda i: where(known + i))
         state.extend(views, tokens)
         if not state.over_limit():
-            self._remember(state, combined)
+            self._plans.remember(state, combined)
             if self._delivery.has_pending:
                 yield from self._retry_pending()
             return ReducerResult(
@@ -493,7 +488,7 @@ class MessageReducer:
             unchanged.hook_error = waiting_error(waiting, namespace, unchanged)
             logger.debug("%s", unchanged.hook_error)
             return unchanged
-        context = ReduceContext(self, combined, state, namespace, keep_going=mode == "keep")
+        context = self._context(combined, state, namespace, view=False, keep_going=mode == "keep")
         try:
             yield from context.run(steps)
         except SummaryError as exc:
@@ -528,7 +523,7 @@ class MessageReducer:
                 return unchanged
         elif self._delivery.has_pending:
             yield from self._retry_pending()
-        self._remember(context.state, result.surviving)
+        self._plans.remember(context.state, result.surviving)
         logger.debug(
             "reduced %d messages to %d (pruned %d)",
             len(combined),
@@ -541,15 +536,13 @@ class MessageReducer:
         self, combined: list[Any], namespace: Any, mode: OnPruneError
     ) -> Effects[ReducerResult]:
         state = PlanState(self._limits)
-        views, tokens = self._read(combined, lambda i: f"messages[{i}]")
+        views, tokens = self._reader.read(combined, lambda i: f"messages[{i}]")
         state.extend(views, tokens)
         if not state.over_limit():
             return ReducerResult(
                 surviving=combined, pruned=[], tokens_before=state.total, tokens_after=state.total
             )
-        context = ReduceContext(
-            self, combined, state, namespace, view=True, keep_going=mode == "keep"
-        )
+        context = self._context(combined, state, namespace, view=True, keep_going=mode == "keep")
         yield from context.run(self._policy)
         return context.result()
 
@@ -564,6 +557,23 @@ class MessageReducer:
         hook still down is only logged, its messages stay pending."""
         failures = yield from self._delivery.deliver([], None, keep_failed=True)
         self._log_retry_failures(failures)
+
+    def _context(
+        self, combined: list[Any], state: PlanState, namespace: Any, *, view: bool, keep_going: bool
+    ) -> ReduceContext:
+        """The step context of one reduce, holding the parts of this reducer it uses."""
+        return ReduceContext(
+            original=combined,
+            state=state,
+            namespace=namespace,
+            limits=self._limits,
+            reader=self._reader,
+            summaries=self.summaries,
+            rewrites=self.rewrites,
+            inject_summary=self._config.inject_summary,
+            view=view,
+            keep_going=keep_going,
+        )
 
     def _is_rewrite(self, message: Any, conversation: Any = None) -> bool:
         if any(step.rewrote(message) for step in self._policy):
@@ -590,7 +600,7 @@ class MessageReducer:
 
     def _on_error(self, override: OnPruneError | None) -> OnPruneError:
         if override is None:
-            return self._config.on_prune_error
+            return self._config.handoff.on_error
         check_choice("on_prune_error", override, ("raise", "keep"))
         return override
 
@@ -612,64 +622,17 @@ class MessageReducer:
             raise KeyError(f"no reduction step {step_id!r} in this reducer's policy ({known})")
         return step
 
-    def _count_one(self, message: Any) -> int:
-        counter = self._count_tokens
-        return 0 if counter is None else counter(message, "message", view_of(message, "message"))
 
-    def _read(
-        self, messages: list[Any], where: Callable[[int], str]
-    ) -> tuple[list[MessageView], list[int] | None]:
-        try:
-            views = [read_view(message) for message in messages]
-        except TypeError:
-            # Read again, naming positions, to say which entry is not a message.
-            views = [view_of(message, where(i)) for i, message in enumerate(messages)]
-        count = self._count_tokens
-        if count is None:
-            return views, None
-        try:
-            tokens = [
-                count(message, "", view) for message, view in zip(messages, views, strict=True)
-            ]
-        except TypeError:
-            tokens = [count(m, where(i), views[i]) for i, m in enumerate(messages)]
-        return views, tokens
+def check_reducer(value: Any, name: str = "reducer") -> MessageReducer:
+    """Return ``value`` if it is a :class:`MessageReducer` (the integrations' entry check).
 
-    def _resume(self, combined: list[Any]) -> tuple[PlanState, int]:
-        """The remembered plan state (taken out, see _Session) if ``combined`` extends the
-        list it describes, else a fresh one."""
-        with self._session_lock:
-            session, self._session = self._session, None
-        if session is not None:
-            known = len(session.messages)
-            try:
-                same = len(combined) >= known and combined[:known] == session.messages
-            except Exception:  # a message type whose == raises: just start afresh
-                same = False
-            if same:
-                return session.state, known
-        return PlanState(self._limits), 0
-
-    def _remember(self, state: PlanState, messages: list[Any]) -> None:
-        with self._session_lock:
-            self._session = _Session(state, list(messages))
-
-
-class _Session(NamedTuple):
-    """The plan state of the last list a reducer returned, to plan its next turn from.
-
-    Invariant: ``state`` describes ``messages`` position by position (views, token counts,
-    tool links), exactly as a fresh ``PlanState`` extended with ``messages`` would, and
-    ``messages`` is the reducer's own copy of the list it returned (a caller changing the
-    returned list cannot change it). A reduce uses it only when its input starts with
-    ``messages`` item for item (``==``); then only the rest is read, which is what makes a
-    growing chat cost work for the new turn. Anything else (an edit, another conversation)
-    plans afresh. A reduce that raises leaves no session. ``tests/test_incremental.py``
-    checks that plans made this way equal fresh ones, in count and token mode.
+    Raises:
+        TypeError: It is not (a ``ReducerConfig`` is named: wrap it in ``MessageReducer``).
     """
-
-    state: PlanState
-    messages: list[Any]
+    if not isinstance(value, MessageReducer):
+        hint = " (wrap it: MessageReducer(config=...))" if isinstance(value, ReducerConfig) else ""
+        raise TypeError(f"{name} must be an agentstate_reducer.MessageReducer, got {value!r}{hint}")
+    return value
 
 
 def _combine(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .errors import PruneHookError, SummaryError
-    from .policy import StepReport
+    from .steps.contract import StepReport
     from .validate import Problem
 
 

@@ -32,12 +32,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._calls import Call, Effects, Outage, Signal, Wait
+from ._memory import Bounded
 from .errors import SummaryError
 from .messages import (
     AI,
     HUMAN,
     SUMMARY_HEADER,
     SUMMARY_SOURCE,
+    content_of,
     fingerprint,
     id_of,
     is_serialized,
@@ -281,35 +283,43 @@ class SummaryRequest:
         return [*self.folded, *self.pruned]
 
 
-class SummaryMemory:
+def summary_request(position: int, folded: list[Any], pruned: list[Any]) -> SummaryRequest:
+    """The summary request of a prune, recognising a block already made for it.
+
+    A folded block whose id is the id this prune's block would get (from the other folded
+    blocks and the pruned messages) is that block, made by the same reducer elsewhere: a
+    subgraph sharing the channel summarises, then its parent merges its list and prunes the
+    same messages. It is used as it is, without another ``summarize_fn`` call.
+    """
+    for index, block in enumerate(folded):
+        others = folded[:index] + folded[index + 1 :]
+        if id_of(block) is not None and id_of(block) == summary_id(others, pruned):
+            return SummaryRequest(position, others, pruned, made=block)
+    return SummaryRequest(position, folded, pruned)
+
+
+def summary_of_block(block: Any) -> str | None:
+    """The summary text of a block the reducer made (its header line removed)."""
+    content = content_of(block)
+    if not isinstance(content, str):
+        return None
+    return content.removeprefix(SUMMARY_HEADER)
+
+
+class SummaryMemory(Bounded[tuple[Hashable, str], str | None]):
     """The summaries a reducer made, keyed by conversation (namespace) and by the content
     of what was summarised, never by message ids alone: LangGraph replays the same writes
     (``get_state``, a resume), which must not call the LLM again, while another
     conversation reusing ids, or an edited message, must get a summary of its own. Bounded
-    (the oldest forgotten first); safe to share between threads."""
+    (the least recently used forgotten first); safe to share between threads."""
 
     def __init__(self, size: int = SUMMARY_MEMORY) -> None:
-        self._size = size
-        self._items: OrderedDict[tuple[Hashable, str], str | None] = OrderedDict()
-        self._lock = threading.Lock()
+        super().__init__(size)
 
     @staticmethod
     def key(namespace_key: Hashable, messages: Sequence[Any]) -> tuple[Hashable, str]:
         digest = hashlib.sha256("\x00".join(map(fingerprint, messages)).encode()).hexdigest()
         return (namespace_key, digest)
-
-    def get(self, key: tuple[Hashable, str]) -> tuple[bool, str | None]:
-        with self._lock:
-            if key not in self._items:
-                return False, None
-            self._items.move_to_end(key)
-            return True, self._items[key]
-
-    def put(self, key: tuple[Hashable, str], summary: str | None) -> None:
-        with self._lock:
-            self._items[key] = summary
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
 
 
 class RunningSummary:
@@ -483,11 +493,12 @@ class RunningSummary:
 
     # -- one summary at a time per conversation ---------------------------------------------
 
-    def begin(self, namespace_key: Hashable, wait: float) -> Effects[Signal | None]:
-        """Take the conversation's summary slot, waiting (at most ``wait`` seconds) while
-        another reduce of it makes its summary; returns the slot to pass to :meth:`end`
-        (None after the wait ran out: this reduce goes on without it rather than hang)."""
-        deadline = time.monotonic() + wait
+    def begin(self, namespace_key: Hashable) -> Effects[Signal | None]:
+        """Take the conversation's summary slot, waiting (at most ``Handoff.wait``
+        seconds) while another reduce of it makes its summary; returns the slot to pass to
+        :meth:`end` (None after the wait ran out: this reduce goes on without it rather
+        than hang)."""
+        deadline = time.monotonic() + self._config.handoff.wait
         while True:
             with self._lineage_lock:
                 busy = self._settling.get(namespace_key)

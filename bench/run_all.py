@@ -31,6 +31,7 @@ ROOT = HERE.parent
 
 #: Scripts run first, in this order; any other bench/*.py follows alphabetically.
 PREFERRED = (
+    "hot_path",
     "reduce_per_turn",
     "summary_calls",
     "relevance",

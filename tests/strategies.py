@@ -385,3 +385,68 @@ def any_message(draw: st.DrawFn) -> Any:
     if kind == "role_dict" and draw(st.booleans()):
         message["type"] = draw(_ROLE_VALUES)
     return _mapping(draw, message) if draw(st.integers(0, 3)) == 0 else message
+
+
+#: Pieces the token estimate treats apart: words it knows whole (lower case, capitalised, in
+#: upper case, glued to punctuation or digits), runs it costs by length, digits, punctuation,
+#: whitespace runs, and a character of every class and script it counts.
+_TEXT_PIECES = (
+    "configuration",
+    "Configuration",
+    "CONFIGURATION",
+    "getConfiguration",
+    "configuration2",
+    "re-configuration",
+    "(configuration)",
+    "infrastructure.",
+    "the",
+    "a",
+    "Zürich",
+    "größe",
+    "xqzvbnmwlkjhg",
+    "1234567",
+    "-42",
+    "3.14",
+    " ",
+    "  ",
+    " " * 17,
+    "\t",
+    "\n",
+    "\r\n",
+    " \n",
+    ",",
+    "{",
+    "é",
+    "Ő",
+    "ř",
+    "Ě",
+    "Ω",
+    "ж",
+    "Ա",
+    "א",
+    "ب",
+    "\u0905",  # Devanagari
+    "\u0e01",  # Thai
+    "\u1ea1",  # Vietnamese
+    "\u1200",  # Ethiopic
+    "\u10d0",  # Georgian
+    "\u2014",  # em dash
+    "\u201c",  # opening quote
+    "\u2192",  # arrow
+    "\u200d",  # zero-width joiner
+    "\u3042",  # hiragana
+    "中",
+    "한",
+    "\uff01",  # fullwidth
+    "😀",
+    "\ud800",  # a lone surrogate (str holds it; UTF-8 cannot)
+)
+
+
+@st.composite
+def estimate_texts(draw: st.DrawFn) -> str:
+    """Text of any kind for the token estimate: any characters, or a sequence of pieces
+    that exercise its features (known words, long runs, digits, whitespace, every script)."""
+    if draw(st.booleans()):
+        return draw(st.text(alphabet=st.characters(exclude_categories=()), max_size=300))
+    return "".join(draw(st.lists(st.sampled_from(_TEXT_PIECES), max_size=80)))

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from agentstate_reducer import (
     Background,
     BackgroundHookError,
+    Handoff,
     MessageReducer,
     PruneHookError,
     ReducerConfig,
@@ -47,7 +48,7 @@ def reducer_with(*hooks: Any, **kwargs: Any) -> MessageReducer:
         "min_messages": 4,
         "max_messages": 6,
         "preserve_first": False,
-        "retry_backoff": 0,
+        "handoff": Handoff(retry_backoff=0),
     }
     options.update(kwargs)
     return MessageReducer(config=ReducerConfig(on_prune=list(hooks), **options))
@@ -100,7 +101,7 @@ def test_messages_without_ids_are_named_by_the_list_they_left() -> None:
 
 def test_dedupe_off_delivers_every_prune() -> None:
     hook = Recorder()
-    reducer = reducer_with(hook, dedupe_on_prune=False)
+    reducer = reducer_with(hook, handoff=Handoff(dedupe=False, retry_backoff=0))
     reducer.reduce(existing=turns(8))
     reducer.reduce(existing=turns(8))
     assert len(hook.ids) == 2 * len(set(hook.ids))
@@ -108,7 +109,7 @@ def test_dedupe_off_delivers_every_prune() -> None:
 
 def test_dedupe_memory_is_bounded() -> None:
     hook = Recorder()
-    reducer = reducer_with(hook, dedupe_window=2)
+    reducer = reducer_with(hook, handoff=Handoff(dedupe_window=2, retry_backoff=0))
     reducer.reduce(existing=turns(8))  # prunes m0..m3; only m2, m3 are remembered
     reducer.reduce(existing=turns(8))
     assert hook.ids.count("m0") == 2 and hook.ids.count("m3") == 1
@@ -141,7 +142,8 @@ def test_keep_mode_prunes_nothing_when_a_hook_fails() -> None:
         raise TimeoutError("slow store")
 
     history = turns(8)
-    result = reducer_with(down, on_prune_error="keep").reduce(existing=history)
+    keep = Handoff(on_error="keep", retry_backoff=0)
+    result = reducer_with(down, handoff=keep).reduce(existing=history)
     assert result.surviving == history and result.pruned == []
     assert isinstance(result.hook_error, PruneHookError)
 
@@ -251,7 +253,7 @@ def test_a_failing_hook_is_left_alone_for_a_while_then_tried_again() -> None:
             raise ConnectionError("down")
         taken.extend(m["id"] for m in pruned)
 
-    reducer = reducer_with(store, retry_backoff=0.3, on_prune_error="keep")
+    reducer = reducer_with(store, handoff=Handoff(retry_backoff=0.3, on_error="keep"))
     history = turns(8)
     for _ in range(6):
         assert reducer.reduce(existing=history).hook_error is not None
@@ -299,7 +301,10 @@ def test_keep_mode_asks_for_no_summary_while_a_hook_waits_out_its_backoff() -> N
         return "earlier questions"
 
     r = reducer_with(
-        down, on_prune_error="keep", retry_backoff=60, summarize_fn=summarize, inject_summary=True
+        down,
+        handoff=Handoff(on_error="keep", retry_backoff=60),
+        summarize_fn=summarize,
+        inject_summary=True,
     )
     history = turns(8)
     for n in range(8, 14):
@@ -376,7 +381,7 @@ def test_an_overlapping_reduce_waits_for_the_hand_off_under_way(first_fails: boo
     so whichever list is stored, nothing is lost (before, the second stored a list without
     them while the first's delivery failed)."""
     gate = Gate(first_fails=first_fails)
-    reducer = reducer_with(gate, on_prune_error="keep")
+    reducer = reducer_with(gate, handoff=Handoff(on_error="keep", retry_backoff=0))
     history = turns(8)
     first, second = _overlap(
         reducer, gate, lambda: reducer.reduce(history), lambda: reducer.reduce(history)
@@ -444,11 +449,11 @@ def test_a_pending_claim_is_not_handed_over_twice_by_an_overlapping_reduce() -> 
 
 @pytest.mark.parametrize("on_prune_error", ["keep", "raise"])
 def test_a_hook_that_hangs_does_not_hang_the_overlapping_reduce(on_prune_error: str) -> None:
-    """The first reduce's hook hangs longer than ``handoff_wait``: the overlapping reduce
+    """The first reduce's hook hangs longer than ``Handoff.wait``: the overlapping reduce
     stops waiting after that timeout and keeps the messages in its list (prunes nothing),
     in both modes; once the first delivery succeeds the messages go out once."""
     gate = Gate(first_fails=False)
-    reducer = reducer_with(gate, handoff_wait=0.1)
+    reducer = reducer_with(gate, handoff=Handoff(wait=0.1, retry_backoff=0))
     history = turns(8)
     began = time.monotonic()
     first, second = _overlap(
@@ -460,7 +465,7 @@ def test_a_hook_that_hangs_does_not_hang_the_overlapping_reduce(on_prune_error: 
     assert first.pruned == history[:4] and first.hook_error is None
     if on_prune_error == "raise":
         assert isinstance(second, PruneHookError) and not second.kept
-        assert "handoff_wait" in str(second)
+        assert "Handoff.wait" in str(second)
         second = second.result
     assert second.surviving == history and second.pruned == []
     assert isinstance(second.hook_error, PruneHookError)
@@ -486,7 +491,7 @@ def test_overlapping_async_reduces_wait_without_blocking_the_event_loop() -> Non
                 await release.wait()
                 raise ConnectionError("down")
 
-        reducer = reducer_with(hook, on_prune_error="keep")
+        reducer = reducer_with(hook, handoff=Handoff(on_error="keep", retry_backoff=0))
         history = turns(8)
         first = asyncio.create_task(reducer.areduce(history))
         await entered.wait()

@@ -21,7 +21,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from langchain_core.embeddings import Embeddings
 
-from agentstate_reducer import MessageReducer, ReducerConfig, ReducerResult, StepError
+from agentstate_reducer import Handoff, MessageReducer, ReducerConfig, ReducerResult, StepError
 from agentstate_reducer.policy import (
     ClearToolOutputs,
     Compress,
@@ -87,6 +87,7 @@ def reducer_for(
     """A reducer with ``policy`` whose hook sees every hand-off (no dedupe hides a repeat);
     a policy of rewriting steps only gets ``DropOldest()`` last (a policy must prune)."""
     config.setdefault("max_tokens", 300)
+    on_error = config.pop("on_prune_error", "raise")
     steps = list(policy)
     if not any(step.prunes for step in steps):
         steps.append(DropOldest())
@@ -94,7 +95,7 @@ def reducer_for(
         config=ReducerConfig(
             policy=steps,
             on_prune=[hook] if hook is not None else [],
-            dedupe_on_prune=False,
+            handoff=Handoff(dedupe=False, on_error=on_error),
             **config,
         )
     )
@@ -1165,7 +1166,7 @@ def step_reducers(draw: st.DrawFn) -> MessageReducer:
             preserve_first=draw(st.booleans()),
             policy=[*middle, DropOldest()],
             on_prune=[Hook()],
-            dedupe_on_prune=False,
+            handoff=Handoff(dedupe=False),
         )
     )
 
@@ -1262,7 +1263,7 @@ def test_truncate_never_cuts_instructions_or_the_question(
             token_counter=counted,
             policy=[DropOldest(), TruncateLargest()],
             on_prune=[Hook()],
-            dedupe_on_prune=False,
+            handoff=Handoff(dedupe=False),
         )
     )
     messages = rendered(records, shape)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agentstate_reducer import MessageReducer, ReducerConfig, SummaryError
+from agentstate_reducer import Handoff, MessageReducer, ReducerConfig, SummaryError
 from agentstate_reducer.messages import SUMMARY_HEADER, content_of, is_summary, role_of
 from agentstate_reducer.policy import ClearToolOutputs, Summarize
 from agentstate_reducer.summary import mark_summary
@@ -375,7 +375,7 @@ def test_a_failing_summarizer_is_left_alone_for_a_while() -> None:
             raise TimeoutError("model timed out")
         return "gist"
 
-    reducer = injecting(summarize, retry_backoff=0.3, on_prune_error="keep")
+    reducer = injecting(summarize, handoff=Handoff(retry_backoff=0.3, on_error="keep"))
     history = chat(5)
     for _ in range(5):
         result = reducer.reduce(existing=history)

@@ -53,7 +53,8 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from typing_extensions import override
 
-from .._checks import check_choice, check_name, check_reducer
+from .._checks import check_choice, check_name
+from ..reducer import check_reducer
 from .namespace import memory_namespace
 from .nodes import areduction_update, read_messages, reduction_update
 from .reduction import warn_if_summary_is_dropped

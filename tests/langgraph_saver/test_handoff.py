@@ -17,7 +17,7 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agentstate_reducer import PruneHookError, SummaryError
+from agentstate_reducer import Handoff, PruneHookError, SummaryError
 from agentstate_reducer.langgraph import ReducingCheckpointSaver
 from agentstate_reducer.messages import is_summary
 from tests.langgraph_saver._graphs import (
@@ -50,7 +50,9 @@ def test_custom_namespace_key(sync_inner: BaseCheckpointSaver[Any]) -> None:
     """The reducer's ``namespace_key`` names the configurable key read."""
     memory = Memory()
     graph = agent_graph(
-        ReducingCheckpointSaver(sync_inner, reducer(memory, namespace_key="user_ns"))
+        ReducingCheckpointSaver(
+            sync_inner, reducer(memory, handoff=Handoff(namespace_key="user_ns", retry_backoff=0))
+        )
     )
     for n in range(10):
         graph.invoke(turn(n), config("ns", user_ns="bob", memory_namespace="ignored"))
@@ -295,7 +297,7 @@ def test_a_store_left_alone_after_a_failure_costs_no_summaries(
         memory,
         summarize_fn=_summarizer(calls, {"on": False}),
         inject_summary=True,
-        retry_backoff=60,
+        handoff=Handoff(retry_backoff=60),
     )
     graph = agent_graph(ReducingCheckpointSaver(sync_inner, r))
     cfg = config("left-alone")

@@ -15,7 +15,13 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from agentstate_reducer import Background, BackgroundHookError, MessageReducer, ReducerConfig
+from agentstate_reducer import (
+    Background,
+    BackgroundHookError,
+    Handoff,
+    MessageReducer,
+    ReducerConfig,
+)
 from agentstate_reducer.langgraph import ReducingCheckpointSaver
 from agentstate_reducer.messages import content_of, is_summary
 from tests.langgraph_saver._graphs import (
@@ -53,7 +59,10 @@ def test_a_background_store_outage_loses_nothing_and_never_fails_a_turn(
     background = Background(store, retries=0, retry_delay=0.0)
     reducer = MessageReducer(
         config=ReducerConfig(
-            min_messages=MIN, max_messages=MAX, on_prune=[background], retry_backoff=0
+            min_messages=MIN,
+            max_messages=MAX,
+            on_prune=[background],
+            handoff=Handoff(retry_backoff=0),
         )
     )
     graph = agent_graph(ReducingCheckpointSaver(sync_inner, reducer))

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer import Handoff, MessageReducer, ReducerConfig
 from agentstate_reducer.langgraph.agents import ReducerMiddleware, make_pre_model_hook
 from agentstate_reducer.policy import (
     DEFAULT_PLACEHOLDER,
@@ -200,7 +200,7 @@ async def test_compress_and_select_relevant_in_a_persistent_agent(how: str) -> N
             max_tokens=budget,
             policy=[compress, SelectRelevant(), DropOldest()],
             on_prune=[hook],
-            dedupe_on_prune=False,
+            handoff=Handoff(dedupe=False),
         )
     )
     model = scripted()

@@ -10,7 +10,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 
-from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer import Handoff, MessageReducer, ReducerConfig
 from agentstate_reducer.langgraph.agents import ReducerMiddleware, make_pre_model_hook
 from tests.scripted_model import ScriptedChatModel, add, calculator_model
 
@@ -246,7 +246,9 @@ async def test_a_memory_outage_never_fails_the_agents_turn(how: str) -> None:
         taken.extend(m.id for m in messages)
 
     reducer = MessageReducer(
-        config=ReducerConfig(min_messages=4, max_messages=8, on_prune=[store], retry_backoff=0)
+        config=ReducerConfig(
+            min_messages=4, max_messages=8, on_prune=[store], handoff=Handoff(retry_backoff=0)
+        )
     )
     agent = create_agent(
         calculator_model(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import re
 import weakref
 from typing import Any
 
@@ -234,11 +235,27 @@ def test_first_call_gets_an_empty_list_and_single_messages_are_wrapped() -> None
 
 
 @pytest.mark.parametrize("merge", ["add_messages", "append"])
-def test_none_arguments_raise_like_add_messages(merge: Any) -> None:
-    """A missing side raises add_messages' own ValueError in both modes."""
+@pytest.mark.parametrize(
+    ("existing", "update", "named"),
+    [
+        ([], None, "got update=None"),
+        (None, [], "got existing=None"),
+        (None, None, "got existing=None and update=None"),
+    ],
+)
+def test_none_arguments_raise_a_clear_value_error(
+    merge: Any, existing: Any, update: Any, named: str
+) -> None:
+    """Calling the reducer with None for either list is a ValueError (as add_messages'
+    own) naming what was None, what LangGraph passes and what to pass, in both modes;
+    ``(None, None)`` included, which add_messages answers with a partial of itself."""
     function = langgraph_reducer(MessageReducer(), merge=merge)
-    with pytest.raises(ValueError, match="non-null arguments for both 'left' and 'right'"):
-        function([], None)
+    with pytest.raises(ValueError, match=re.escape(named) + r": LangGraph calls it with the "):
+        function(existing, update)
+    with pytest.raises(ValueError, match=r"pass two lists of messages \(for example"):
+        MessageReducer(min_messages=1, max_messages=2).as_langgraph_reducer(merge=merge)(
+            existing, update
+        )
 
 
 def test_same_reducer_and_options_give_the_same_function() -> None:

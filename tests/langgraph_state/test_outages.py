@@ -19,7 +19,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import create_react_agent
 from typing_extensions import TypedDict
 
-from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer import Handoff, MessageReducer, ReducerConfig
 from agentstate_reducer.langgraph.agents import ReducerMiddleware, make_pre_model_hook
 from tests.langgraph_saver.conftest import async_inner, sync_inner
 from tests.scripted_model import ScriptedChatModel
@@ -52,7 +52,10 @@ def budget_reducer(store: Store) -> MessageReducer:
     # retry_backoff=0: the store is tried on every turn, so it is taken back at once.
     return MessageReducer(
         config=ReducerConfig(
-            max_tokens=BUDGET, on_prune=[store], retry_backoff=0, preserve_first="system"
+            max_tokens=BUDGET,
+            on_prune=[store],
+            handoff=Handoff(retry_backoff=0),
+            preserve_first="system",
         )
     )
 
@@ -228,7 +231,7 @@ def test_a_node_writing_back_the_view_does_not_replace_the_stored_originals() ->
         config=ReducerConfig(
             max_tokens=BUDGET,
             on_prune=[store],
-            retry_backoff=0,
+            handoff=Handoff(retry_backoff=0),
             policy=[ClearToolOutputs(keep_last=1), DropOldest()],
         )
     )

@@ -1,0 +1,60 @@
+"""``Reader``: how one reducer reads a list: a view of each message and, in token mode,
+its token count by the reducer's counter (a cached
+:class:`~agentstate_reducer.tokens.TokenCounter`).
+
+The reducer plans with it and gives it to each reduce's step context, so the context reads
+messages exactly as the plan did without reaching into the reducer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .messages import MessageView, read_view, view_of
+from .tokens import TokenCounter
+
+
+class Reader:
+    """Views and token counts of messages, for one reducer.
+
+    Attributes:
+        counter: The reducer's token counter; None in count mode (then nothing is counted
+            and every count is 0).
+    """
+
+    def __init__(self, counter: TokenCounter | None) -> None:
+        self.counter = counter
+
+    def count(self, message: Any) -> int:
+        """Tokens of one message (0 in count mode).
+
+        Raises:
+            TypeError: ``message`` is not a message, or the counter misbehaves.
+        """
+        counter = self.counter
+        return 0 if counter is None else counter(message, "message", view_of(message, "message"))
+
+    def read(
+        self, messages: list[Any], where: Callable[[int], str]
+    ) -> tuple[list[MessageView], list[int] | None]:
+        """A view of each message and, in token mode, its tokens (None in count mode).
+
+        Raises:
+            TypeError: An entry is not a message; the error names it by ``where(index)``.
+        """
+        try:
+            views = [read_view(message) for message in messages]
+        except TypeError:
+            # Read again, naming positions, to say which entry is not a message.
+            views = [view_of(message, where(i)) for i, message in enumerate(messages)]
+        count = self.counter
+        if count is None:
+            return views, None
+        try:
+            tokens = [
+                count(message, "", view) for message, view in zip(messages, views, strict=True)
+            ]
+        except TypeError:
+            tokens = [count(m, where(i), views[i]) for i, m in enumerate(messages)]
+        return views, tokens

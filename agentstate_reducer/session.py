@@ -1,0 +1,57 @@
+"""``PlanCache``: the plan state of the last list a reducer returned, so that a chat growing
+by a turn costs work for that turn only."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, NamedTuple
+
+from .planner import PlanLimits, PlanState
+
+
+class Session(NamedTuple):
+    """The plan state of the last list a reducer returned, to plan its next turn from.
+
+    Invariant: ``state`` describes ``messages`` position by position (views, token counts,
+    tool links), exactly as a fresh ``PlanState`` extended with ``messages`` would, and
+    ``messages`` is the reducer's own copy of the list it returned (a caller changing the
+    returned list cannot change it). A reduce uses it only when its input starts with
+    ``messages`` item for item (``==``); then only the rest is read, which is what makes a
+    growing chat cost work for the new turn. Anything else (an edit, another conversation)
+    plans afresh. A reduce that raises leaves no session. ``tests/test_incremental.py``
+    checks that plans made this way equal fresh ones, in count and token mode.
+    """
+
+    state: PlanState
+    messages: list[Any]
+
+
+class PlanCache:
+    """One reducer's :class:`Session`. A reduce takes it out while it runs; another reduce
+    meanwhile finds none and plans from scratch. Safe to share between threads."""
+
+    def __init__(self, limits: PlanLimits) -> None:
+        self._limits = limits
+        self._session: Session | None = None
+        self._lock = threading.Lock()
+
+    def resume(self, combined: list[Any]) -> tuple[PlanState, int]:
+        """The remembered plan state (taken out, see :class:`Session`) and how many
+        messages it covers, if ``combined`` extends the list it describes; else a fresh
+        state and 0."""
+        with self._lock:
+            session, self._session = self._session, None
+        if session is not None:
+            known = len(session.messages)
+            try:
+                same = len(combined) >= known and combined[:known] == session.messages
+            except Exception:  # a message type whose == raises: just start afresh
+                same = False
+            if same:
+                return session.state, known
+        return PlanState(self._limits), 0
+
+    def remember(self, state: PlanState, messages: list[Any]) -> None:
+        """Keep ``state``, which describes ``messages``, for the next reduce."""
+        with self._lock:
+            self._session = Session(state, list(messages))

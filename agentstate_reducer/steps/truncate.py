@@ -1,0 +1,140 @@
+"""``TruncateLargest``: cut the text of the largest message so the list fits, leaving a
+visible marker."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._checks import check_name
+from ..messages import SYSTEM, content_of, with_content
+from .contract import ReductionStep, StepContext
+
+DEFAULT_MARKER = "\n[... truncated: about {removed} tokens removed to fit the context window ...]"
+
+
+#: Roles whose text :class:`TruncateLargest` never cuts: instructions.
+_INSTRUCTIONS = (SYSTEM, "developer")
+
+
+@dataclass(frozen=True)
+class TruncateLargest(ReductionStep):
+    """Cut the text of the largest message so the list fits, with a visible marker.
+
+    The message's text is cut from its end: a string content, or the last text block of
+    a list content (other blocks, such as images, stay). Never cut: system and developer
+    messages (their last rules are what a cut would lose), the newest human message (the
+    question), summary blocks. Opt-in: it changes what a message says; the original
+    reaches the ``on_prune`` hooks. One message, all or nothing: when cutting the largest
+    one's last text block cannot make the list fit (the rest alone is over the target, or
+    the text is in an earlier block), nothing is cut and the next step goes on.
+
+    Attributes:
+        marker: Appended to the cut text; ``{removed}`` is replaced by the tokens removed.
+        id: The step's name.
+    """
+
+    marker: str = DEFAULT_MARKER
+    id: str = "truncate_largest"
+    needs_tokens: bool = field(default=True, init=False, repr=False)
+    prunes: bool = field(default=False, init=False, repr=False)
+    _marker_at_end: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_name("TruncateLargest.marker", self.marker)
+        try:
+            self.marker.format(removed=0)
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
+            raise ValueError(
+                f"TruncateLargest.marker {self.marker!r} is not a format string with only "
+                f"{{removed}} in it ({type(exc).__name__}: {exc}); write literal braces "
+                "as {{ and }}"
+            ) from None
+        head, _, tail = self.marker.partition("{removed}")
+        pattern = re.escape(head) + (r"\d+" + re.escape(tail) if "{removed}" in self.marker else "")
+        object.__setattr__(self, "_marker_at_end", re.compile(pattern + r"\Z"))
+
+    def apply(self, context: StepContext) -> list[Any]:
+        if context.fits() or context.target is None:
+            return []
+        question = context.newest_human()
+        candidates = [
+            (tokens, position)
+            for position, tokens in enumerate(context.tokens)
+            if position != question
+            and context.role(position) not in _INSTRUCTIONS
+            and not context.is_summary(position)
+            and _last_text(content_of(context.messages[position])) is not None
+        ]
+        if not candidates:
+            return []
+        tokens, position = max(candidates)
+        excess = context.total - context.target
+        message = context.messages[position]
+        content = content_of(message)
+        block, text = _last_text(content)  # type: ignore[misc]
+
+        def rebuilt(cut: str) -> Any:
+            return with_content(message, _with_text(content, block, cut))
+
+        cut = _truncate(text, tokens - excess, lambda t: context.count(rebuilt(t)), self.marker)
+        if cut is None:
+            return []
+        shorter = rebuilt(cut)
+        context.replace(position, shorter)
+        return [shorter]
+
+    def rewrote(self, message: Any) -> bool:
+        found = _last_text(content_of(message))
+        return found is not None and self._marker_at_end.search(found[1]) is not None
+
+
+def _last_text(content: Any) -> tuple[int, str] | None:
+    """``(-1, text)`` for string content, ``(index, text)`` for the last text block of a
+    list content, None when there is no text to cut."""
+    if isinstance(content, str):
+        return (-1, content) if content else None
+    if isinstance(content, list):
+        for index in range(len(content) - 1, -1, -1):
+            block = content[index]
+            if isinstance(block, str) and block:
+                return index, block
+            if (
+                isinstance(block, Mapping)
+                and block.get("type", "text") == "text"
+                and isinstance(block.get("text"), str)
+                and block["text"]
+            ):
+                return index, block["text"]
+    return None
+
+
+def _with_text(content: Any, block: int, text: str) -> Any:
+    """``content`` with its string, or its text block number ``block``, set to ``text``."""
+    if block < 0:
+        return text
+    blocks = list(content)
+    old = blocks[block]
+    blocks[block] = text if isinstance(old, str) else {**old, "text": text}
+    return blocks
+
+
+def _truncate(text: str, budget: int, count: Callable[[str], int], marker: str) -> str | None:
+    """The longest head of ``text`` that, with the marker, counts at most ``budget``."""
+    full = count(text)
+
+    def candidate(length: int) -> str:
+        return text[:length] + marker.format(removed=max(0, full - count(text[:length])))
+
+    if count(candidate(0)) > budget:
+        return None
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if count(candidate(middle)) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return candidate(low)

@@ -1,0 +1,52 @@
+"""``bench/hot_path.py``, run as ``run_all.py`` runs it (a subprocess of this interpreter),
+small and without the published reducer's venv: every row it can measure is printed, its
+``RESULT`` carries a target per row, and the kept lists were sound."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "bench" / "hot_path.py"
+
+
+def test_a_small_run_prints_every_row_and_a_target_for_each() -> None:
+    """Rows 1, 2 and 5 are measured with their targets; rows 3 and 4 say the peer did not
+    run; the channel kept every list within its bound, with tool pairs and the newest
+    message."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, str(SCRIPT), "--no-peer", "--turns", "60", "--repeat", "1"]
+    proc = subprocess.run(
+        [*command, "--messages", "2"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    table = "\n".join(line for line in lines if not line.startswith("RESULT "))
+    for row in (
+        "channel reducer, count 40..80",
+        "channel reducer, 8,000 tokens, default estimate",
+        "reduce per turn, 8,000 tokens",
+        "reduce per turn, count 40..80",
+        "default estimate, µs per message",
+    ):
+        assert row in table, row
+    assert table.count("published 0.5: not run (--no-peer)") == 2
+    result = json.loads(next(line for line in reversed(lines) if line.startswith("RESULT "))[7:])
+    assert result["bench"] == "hot_path"
+    assert set(result["targets"]) <= set(result["ratios"])
+    assert len(result["targets"]) == 4  # rows 1, 2 and the estimate's two (no peer rows)
+    for mode in ("count", "tokens"):
+        figures = result["channel"][mode]
+        assert figures["over"] == figures["pairs_broken"] == figures["newest_lost"] == 0
+        assert figures["ms_per_turn"] > 0 and figures["floor_ms_per_turn"] > 0
+    assert result["channel"]["count"]["max_messages"] <= 80
+    assert len(result["estimate"]["kinds"]) == 40
