@@ -415,21 +415,27 @@ def test_a_double_submitted_request_loses_nothing(
     other's hand-off waits for it (which times out) and keeps them. Nothing is lost on
     the branch the thread goes on from, nothing reaches the store twice."""
     store = FirstCallHangs()
-    graph = agent_graph(ReducingCheckpointSaver(sync_inner, reducer(store)))
+    # Two runs of one thread may start from each other's checkpoints, mid-turn at times
+    # (a tool call whose result the other run has not stored yet): a lenient model.
+    graph = agent_graph(ReducingCheckpointSaver(sync_inner, reducer(store)), strict=False)
     cfg = config(f"double-{durability}")
     for n in range(2):
         graph.invoke(turn(n), cfg, durability=durability)
     store.arm()
-    runs = [
-        threading.Thread(
-            target=graph.invoke, args=(turn(2), cfg), kwargs={"durability": durability}
-        )
-        for _ in range(2)
-    ]
+    errors: list[BaseException] = []
+
+    def submit() -> None:
+        try:
+            graph.invoke(turn(2), cfg, durability=durability)
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    runs = [threading.Thread(target=submit) for _ in range(2)]
     for run in runs:
         run.start()
     for run in runs:
         run.join(30)
+    assert not errors, errors
     for n in range(3, 8):
         graph.invoke(turn(n), cfg, durability=durability)
     assert_nothing_lost_or_twice(sync_inner.list(cfg), store.ids)
@@ -445,7 +451,9 @@ async def test_a_double_submitted_request_loses_nothing_async(
         await asyncio.to_thread(memory, messages, namespace)
 
     graph = agent_graph(
-        ReducingCheckpointSaver(async_inner, reducer(on_prune=[remember])), is_async=True
+        ReducingCheckpointSaver(async_inner, reducer(on_prune=[remember])),
+        is_async=True,
+        strict=False,
     )
     cfg = config("adouble")
     for n in range(2):
