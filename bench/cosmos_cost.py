@@ -19,10 +19,20 @@ about as English does, not a repeated string). Each saver runs in its own worker
 peers in their own venv, ``.bench-peers/cosmos-peers``, as in ``cosmos_bench.py``), one after
 another against one server.
 
-Target: unbounded, ours sends at most half the bytes of the best peer, and makes no more
-requests per turn.
+Second question: what does each operation cost as a thread grows (30, 300 and 900
+checkpoints): reading the latest checkpoint, one graph invoke, ``list(limit=10)``, a
+``list`` whose metadata filter the query cannot express (a float, from the run's metadata;
+the match is the third turn, nearly the oldest checkpoint; ``limit=1``), and
+``delete_thread``? Requests and bytes received, counted by the server around each operation,
+per contender (the bounded chat graph, one thread per size).
 
-Run: ``.venv/bin/python bench/cosmos_cost.py`` (``--quick``: 50 turns).
+Targets: unbounded, ours sends at most half the bytes of the best peer, and makes no more
+requests per turn; our requests per latest read, per invoke and per ``list(limit=10)`` are the
+same at 900 checkpoints as at 30 (flat); the filtered ``list`` reads metadata only, a page of
+256 checkpoints per request, so it takes at most ``checkpoints / 256 + 4`` requests.
+
+Run: ``.venv/bin/python bench/cosmos_cost.py`` (``--quick``: 50 turns, operations at 30 and 300
+checkpoints only).
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from cosmos_bench import (  # noqa: E402
+    Stats,
     Worker,
     _load_server_module,
     _peer_requirements,
@@ -59,6 +70,8 @@ CONTENDERS = {  # label -> (worker name, runs in the peers' venv)
 OURS = "agentstate-cosmosdb (ours)"
 PEERS = [label for label, (_, peer) in CONTENDERS.items() if peer]
 METRICS = ("bytes_sent", "bytes_received", "requests", "ru_estimate")
+OPERATIONS = ("latest", "invoke", "list10", "filtered", "delete_thread")
+SIZES = (30, 300, 900)
 
 
 # ------------------------------------------------------------------------------------------
@@ -137,8 +150,13 @@ def worker(name: str, ca_file: str) -> None:
     warm = {"configurable": {"thread_id": f"warm-{uuid.uuid4().hex[:6]}"}}
     graphs[True].invoke({"messages": [HumanMessage(content="warm up")]}, warm)
     print(json.dumps({"ready": True}), flush=True)
+    stats = Stats(os.environ["COSMOSDB_ENDPOINT"], ca_file)
     for line in sys.stdin:
         command = json.loads(line)
+        if command["cmd"] == "operations":
+            answer = operations(saver, graphs[True], stats, int(command["size"]))
+            print(json.dumps(answer), flush=True)
+            continue
         if command["cmd"] != "chat":
             break
         graph = graphs[bool(command["bounded"])]
@@ -148,6 +166,50 @@ def worker(name: str, ca_file: str) -> None:
             graph.invoke({"messages": [question]}, config)
         state = graph.get_state(config)
         print(json.dumps({"messages": len(state.values["messages"])}), flush=True)
+
+
+def _counted(stats: Stats, run: Any) -> dict[str, float]:
+    """Requests and bytes received of one operation, counted by the server (-1: the saver
+    does not offer it)."""
+    stats.reset()
+    try:
+        run()
+    except NotImplementedError:
+        return {"requests": -1.0, "kb_received": -1.0}
+    found = stats.read()
+    return {
+        "requests": float(found.get("total", 0)),
+        "kb_received": found.get("bytes_out", 0) / 1024,
+    }
+
+
+def operations(saver: Any, graph: Any, stats: Stats, size: int) -> dict[str, Any]:
+    """Grow a thread to ``size`` checkpoints (3 per turn; each turn's run metadata names it),
+    then count what each operation costs."""
+    from langchain_core.messages import HumanMessage
+
+    config: dict[str, Any] = {"configurable": {"thread_id": f"ops-{uuid.uuid4().hex[:8]}"}}
+    turn = 0
+    while 3 * turn < size:
+        question = HumanMessage(content=text(turn, 3), id=f"human-{turn}")
+        graph.invoke({"messages": [question]}, {**config, "metadata": {"turn": turn + 0.5}})
+        turn += 1
+    saver.get_tuple(config)  # as a run would have: the head is known
+    question = {"messages": [HumanMessage(content=text(turn, 3), id=f"human-{turn}")]}
+    found: list[Any] = []
+    costs = {
+        "latest": _counted(stats, lambda: saver.get_tuple(config)),
+        "invoke": _counted(stats, lambda: graph.invoke(question, config)),
+        "list10": _counted(stats, lambda: list(saver.list(config, limit=10))),
+        "filtered": _counted(
+            stats,
+            lambda: found.extend(saver.list(config, filter={"turn": 2.5}, limit=1)),
+        ),
+        "delete_thread": _counted(
+            stats, lambda: saver.delete_thread(config["configurable"]["thread_id"])
+        ),
+    }
+    return {"checkpoints": 3 * (turn + 1), "costs": costs, "filter_found": len(found)}
 
 
 # ------------------------------------------------------------------------------------------
@@ -176,6 +238,8 @@ def main() -> None:
         _skip(f"the Cosmos DB test server did not start: {exc}")
         return
     figures: dict[str, dict[str, dict[str, float]]] = {}
+    per_operation: dict[str, dict[str, Any]] = {}
+    sizes = SIZES[:2] if args.quick else SIZES
     try:
         try:
             peer_py = peer_python("cosmos-peers", _peer_requirements())
@@ -201,15 +265,25 @@ def main() -> None:
                         "requests": stats.get("total", 0) / turns,
                         "ru_estimate": stats.get("ru_estimate", 0) / turns,
                     }
+                if name != "ours-raw":
+                    for size in sizes:
+                        per_operation.setdefault(label, {})[str(size)] = w.ask(
+                            cmd="operations", size=size
+                        )
             finally:
                 w.close()
             print(f"measured {label}", flush=True)
     finally:
         server.stop()
-    report(figures, turns)
+    report(figures, turns, per_operation, list(sizes))
 
 
-def report(figures: dict[str, dict[str, dict[str, float]]], turns: int) -> None:
+def report(
+    figures: dict[str, dict[str, dict[str, float]]],
+    turns: int,
+    per_operation: dict[str, dict[str, Any]],
+    sizes: list[int],
+) -> None:
     print()
     print(f"per turn of a {turns}-turn chat (counted by the server; RU is an estimate)")
     header = f"{'':36}" + "".join(f"{m:>16}" for m in METRICS)
@@ -224,6 +298,17 @@ def report(figures: dict[str, dict[str, dict[str, float]]], turns: int) -> None:
                 + f"{row['bytes_sent']:>16,.0f}{row['bytes_received']:>16,.0f}"
                 + f"{row['requests']:>16.2f}{row['ru_estimate']:>16.1f}"
             )
+    print()
+    print("requests (and KB received) per operation, as the thread grows (checkpoints)")
+    header = f"{'':50}" + "".join(f"{size:>16}" for size in sizes)
+    print(header)
+    for op in OPERATIONS:
+        for label, rows in per_operation.items():
+            cells = ""
+            for size in sizes:
+                cost = rows[str(size)]["costs"][op]
+                cells += f"{cost['requests']:>8.0f} ({cost['kb_received']:>5.0f})"
+            print(f"  {op + ', ' + label:48}" + cells)
     ours = figures[OURS]
     ratios: dict[str, float] = {}
     targets: dict[str, dict[str, Any]] = {}
@@ -236,6 +321,24 @@ def report(figures: dict[str, dict[str, dict[str, float]]], turns: int) -> None:
     requests = "unbounded: best peer requests per turn / ours"
     targets[sent] = {"target": 2.0, "met": ratios[sent] >= 2.0}
     targets[requests] = {"target": 1.0, "met": ratios[requests] >= 1.0}
+    mine = per_operation.get(OURS, {})
+    if mine:
+        first, last = str(sizes[0]), str(sizes[-1])
+        for op in ("latest", "invoke", "list10"):
+            label = f"requests per {op}: ours at {first} / at {last}"
+            a = mine[first]["costs"][op]["requests"]
+            b = mine[last]["costs"][op]["requests"]
+            ratios[label] = round(a / b, 2) if b else 0.0
+            targets[label] = {"target": 1.0, "met": b <= a}
+        for size in sizes:
+            label = f"filtered list at {size}: requests / (checkpoints / 256 + 4)"
+            row = mine[str(size)]
+            bound = row["checkpoints"] / 256 + 4
+            ratios[label] = round(row["costs"]["filtered"]["requests"] / bound, 2)
+            targets[label] = {
+                "target": 1.0,
+                "met": ratios[label] <= 1.0 and row["filter_found"] == 1,
+            }
     print()
     for label, value in ratios.items():
         goal = targets.get(label)
@@ -251,6 +354,7 @@ def report(figures: dict[str, dict[str, dict[str, float]]], turns: int) -> None:
         "ratios": ratios,
         "targets": targets,
         "figures": rounded,
+        "operations": per_operation,
     }
     print("RESULT " + json.dumps(result))
 

@@ -7,9 +7,19 @@ checkpoint per namespace with the saver's own ``prune(strategy="keep_latest")`` 
 pruning LangGraph's saver interface offers), so a thread holds at most about
 ``keep_checkpoints`` checkpoints per namespace and its stored bytes stay flat.
 
-Pruning is storage housekeeping: when it fails (a concurrent transaction, a refused
-``DeltaChannel``), the put that triggered it still succeeds, the failure is logged, and
-the next put tries again.
+Pruning is storage housekeeping: when it fails (a concurrent transaction), the put that
+triggered it still succeeds, the failure is logged, and the next put tries again.
+
+What pruning never takes: a saver's ``prune`` decides, and the savers that implement it
+delete pending writes only with the checkpoints they delete (PostgresSaver since 3.2, the
+Cosmos DB savers). That matters because LangGraph (``durability="async"``) stores a task's
+writes for checkpoint k before checkpoint k itself: a prune that ran in between and removed
+every write not belonging to a stored checkpoint would lose a finished task's writes (it
+would run again after a crash) or a pending interrupt.
+
+A graph with a ``DeltaChannel`` is refused (:meth:`CheckpointRetention.before_put`,
+``NotImplementedError`` before anything is stored): its value is rebuilt from the writes of
+older checkpoints, which keep-latest pruning deletes.
 """
 
 from __future__ import annotations
@@ -22,9 +32,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointMetadata
 
 from .._checks import check_int
+
+try:  # langgraph-checkpoint >= 4 stores DeltaChannel snapshots as this type
+    from langgraph.checkpoint.serde.types import _DeltaSnapshot as _DeltaSnapshotType
+except ImportError:  # pragma: no cover - older langgraph-checkpoint has no DeltaChannel
+
+    class _DeltaSnapshotType:  # type: ignore[no-redef]
+        pass
+
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +84,26 @@ class CheckpointRetention:
             )
         self._counts: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
+
+    def before_put(self, checkpoint: Checkpoint, metadata: CheckpointMetadata) -> None:
+        """Refuse a checkpoint of a graph with a ``DeltaChannel``, before anything is stored.
+
+        LangGraph marks such a checkpoint with the channel's update counters in its metadata
+        or a snapshot value in ``channel_values`` (every checkpoint carries one or the other).
+
+        Raises:
+            NotImplementedError: The checkpoint has a DeltaChannel; the message names it.
+        """
+        names = _delta_channels(checkpoint, metadata)
+        if names:
+            raise NotImplementedError(
+                "keep_checkpoints cannot bound a graph with a DeltaChannel "
+                f"({', '.join(map(repr, names))}):"
+                " its value is rebuilt from the pending writes of older checkpoints, which "
+                "pruning to the latest checkpoint deletes. Nothing was stored. Leave "
+                "keep_checkpoints unset for this graph, or declare the channel with a plain "
+                "reducer (Annotated[list, operator.add])"
+            )
 
     def after_put(self, config: RunnableConfig) -> None:
         """Count a put; prune its thread when it is due."""
@@ -117,3 +155,14 @@ class CheckpointRetention:
             type(error).__name__,
             error,
         )
+
+
+def _delta_channels(checkpoint: Checkpoint, metadata: Mapping[str, Any] | None) -> list[str]:
+    """The channels of a checkpoint that LangGraph backs with a ``DeltaChannel``, sorted:
+    those with update counters in ``counters_since_delta_snapshot`` (metadata) and those
+    whose stored value is a snapshot."""
+    counters = (metadata or {}).get("counters_since_delta_snapshot")
+    names = set(counters) if isinstance(counters, Mapping) else set()
+    values: Mapping[str, Any] = checkpoint.get("channel_values") or {}
+    names.update(k for k, v in values.items() if isinstance(v, _DeltaSnapshotType))
+    return sorted(str(n) for n in names)

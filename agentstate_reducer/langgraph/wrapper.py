@@ -327,9 +327,12 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
                 nothing was stored.
             SummaryError: With ``on_prune_error="raise"``, ``summarize_fn`` failed;
                 nothing was stored.
-            NotImplementedError: The message channel is a DeltaChannel.
+            NotImplementedError: The message channel is a DeltaChannel, or with
+                ``keep_checkpoints`` any channel is; nothing was stored.
             TypeError: The message channel holds a non-message.
         """
+        if self.retention is not None:
+            self.retention.before_put(checkpoint, metadata)
         if self.reduces:
             new_versions = dict(new_versions)
             checkpoint = self.message_reduction.apply(
@@ -356,9 +359,12 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
                 nothing was stored.
             SummaryError: With ``on_prune_error="raise"``, ``summarize_fn`` failed;
                 nothing was stored.
-            NotImplementedError: The message channel is a DeltaChannel.
+            NotImplementedError: The message channel is a DeltaChannel, or with
+                ``keep_checkpoints`` any channel is; nothing was stored.
             TypeError: The message channel holds a non-message.
         """
+        if self.retention is not None:
+            self.retention.before_put(checkpoint, metadata)
         if self.reduces:
             new_versions = dict(new_versions)
             checkpoint = await self.message_reduction.aapply(

@@ -196,23 +196,35 @@ class MemoryContainer:
         raise TypeError(f"unknown operation {op!r}")
 
     def _batch(self, op: Batch) -> Any:
+        # As the service does: operations in order, the first refusal refuses the batch and
+        # rolls back what went before.
         if batch_bytes(op.ops) > self.batch_limit:
             return Outcome.TOO_LARGE
-        for item in op.ops:
-            doc_key = (
-                (op.pk, item.id) if isinstance(item, Delete) else (item.doc["pk"], item.doc["id"])
-            )
-            current = self.docs.get(doc_key)
-            if isinstance(item, Create) and current is not None:
-                return Outcome.CONFLICT
-            if isinstance(item, (Replace, Delete)) and current is None:
-                return Outcome.PRECONDITION_FAILED
-            if isinstance(item, Replace) and current is not None and current["_etag"] != item.etag:
-                return Outcome.PRECONDITION_FAILED
+        saved = dict(self.docs)
         results: list[str | None] = []
         for item in op.ops:
+            doc_key = (
+                (op.pk, item.id)
+                if isinstance(item, (Delete, Read))
+                else (item.doc["pk"], item.doc["id"])
+            )
+            current = self.docs.get(doc_key)
+            refusal = None
+            if isinstance(item, Create) and current is not None:
+                refusal = Outcome.CONFLICT
+            elif isinstance(item, (Replace, Delete, Read)) and current is None:
+                refusal = Outcome.PRECONDITION_FAILED
+            elif isinstance(item, (Replace, Delete)) and item.etag is not None:
+                assert current is not None
+                if current["_etag"] != item.etag:
+                    refusal = Outcome.PRECONDITION_FAILED
+            if refusal is not None:
+                self.docs = saved
+                return refusal
             if isinstance(item, Delete):
-                self.docs.pop((op.pk, item.id), None)
+                self.docs.pop(doc_key, None)
+                results.append(None)
+            elif isinstance(item, Read):
                 results.append(None)
             else:
                 results.append(self._store(item.doc))
@@ -233,10 +245,22 @@ class MemoryContainer:
                 and d["ns"] == p["@ns"]
                 and d["checkpoint_id"] in p["@checkpoint_ids"]
             ]
-        if sql in (schema.SELECT_THREAD_DOCS_SQL, schema.SELECT_THREAD_INDEX_SQL):
-            return [d for d in docs if d["thread_id"] == p["@thread_id"]]
+        if sql == schema.SELECT_THREAD_DOCS_SQL:
+            return [d for d in docs if d.get("thread_id") == p["@thread_id"]]
+        if sql == schema.SELECT_THREAD_INDEX_SQL:
+            return [_index_row(d) for d in docs if d.get("thread_id") == p["@thread_id"]]
         if sql == schema.SELECT_NS_INDEX_SQL:
-            return [d for d in docs if d["thread_id"] == p["@thread_id"] and d["ns"] == p["@ns"]]
+            return [
+                _index_row(d)
+                for d in docs
+                if d.get("thread_id") == p["@thread_id"] and d["ns"] == p["@ns"]
+            ]
+        if sql == schema.SELECT_HEAD_NAMESPACES_SQL:
+            return [
+                {"ns": d["ns"], "kind": d["kind"]}
+                for d in docs
+                if d["kind"] == "head" and d.get("thread_id") == p["@thread_id"]
+            ]
         if sql == schema.SELECT_RUN_CHECKPOINTS_SQL:
             return [
                 d
@@ -255,6 +279,9 @@ class MemoryContainer:
             return sorted(found, key=lambda d: d["checkpoint_id"], reverse=True)[:1]
         if sql.startswith((schema.SELECT_TOP_CHECKPOINTS_SQL, schema.SELECT_CHECKPOINTS_SQL)):
             return self._list_query(sql, p, docs)
+        if sql.startswith(schema.SELECT_TOP_CHECKPOINT_KEYS_SQL):
+            keys = ("id", "pk", "thread_id", "ns", "checkpoint_id", "metadata_typed")
+            return [{k: d[k] for k in keys} for d in self._list_query(sql, p, docs)]
         raise AssertionError(f"the memory container does not know the query {sql!r}")
 
     @staticmethod
@@ -284,3 +311,29 @@ class MemoryContainer:
         if "@limit" in p:
             found = found[: int(p["@limit"])]
         return found
+
+
+_INDEX_FIELDS = (
+    "id",
+    "kind",
+    "ns",
+    "checkpoint_id",
+    "parent_checkpoint_id",
+    "versions",
+    "origins",
+    "inline",
+    "empty",
+    "blob_id",
+    "chunks",
+    "_ts",
+    "_etag",
+)
+
+
+def _index_row(doc: dict[str, Any]) -> dict[str, Any]:
+    """What ``INDEX_FIELDS_SQL`` returns of a document (absent fields stay absent)."""
+    row = {k: doc[k] for k in _INDEX_FIELDS if k in doc}
+    parents = (doc.get("metadata") or {}).get("parents")
+    if parents is not None:
+        row["parents"] = parents
+    return row

@@ -234,7 +234,9 @@ def test_key_never_in_reprs_logs_or_errors(
 
 
 def test_ttl_stamps_every_item(server: CosmosTestServer) -> None:
-    """ttl= creates the container with time-to-live on (no default) and stamps every item."""
+    """ttl= creates the container with time-to-live on (no default) and stamps every item:
+    the head with the ttl, everything it may reference (values, checkpoints, writes) with
+    twice the ttl, so the head always expires first."""
     container = new_container()
     with CosmosDBSaver(DATABASE, container, ttl=3600, **saver_kwargs(server)) as saver:
         _roundtrip(saver)
@@ -246,9 +248,8 @@ def test_ttl_stamps_every_item(server: CosmosTestServer) -> None:
     items = raw_container(server, container)
     assert items.read().get("defaultTtl") == -1
     docs = list(items.query_items("SELECT * FROM c", enable_cross_partition_query=True))
-    # Every item carries a ttl; the head's is cut a little so it expires before its values.
-    assert docs and all(doc.get("ttl") == 3600 for doc in docs if doc["kind"] != "head")
-    assert all(3590 <= doc["ttl"] <= 3600 for doc in docs if doc["kind"] == "head")
+    assert docs and all(doc.get("ttl") == 2 * 3600 for doc in docs if doc["kind"] != "head")
+    assert all(doc["ttl"] == 3600 for doc in docs if doc["kind"] == "head")
     assert {doc["kind"] for doc in docs} >= {"head", "checkpoint", "writes", "write_value"}
 
 
@@ -256,3 +257,32 @@ def test_async_saver_repr_hides_the_key(server: CosmosTestServer) -> None:
     """The async saver's repr names the endpoint and container, never the key."""
     saver = AsyncCosmosDBSaver(DATABASE, "c", **saver_kwargs(server))
     assert server.key not in repr(saver) and "c" in repr(saver)
+
+
+def test_the_package_uses_only_the_cores_public_api() -> None:
+    """agentstate_cosmosdb is a distribution of its own: it imports nothing private of
+    agentstate_reducer (a module or name starting with an underscore), which may change in any
+    release of the core."""
+    import ast
+    from pathlib import Path
+
+    import agentstate_cosmosdb
+
+    private = []
+    for path in Path(agentstate_cosmosdb.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "agentstate_reducer"
+            ):
+                parts = (node.module or "").split(".")
+                names = [alias.name for alias in node.names]
+                if any(p.startswith("_") for p in parts) or any(n.startswith("_") for n in names):
+                    private.append(f"{path.name}: from {node.module} import {', '.join(names)}")
+            elif isinstance(node, ast.Import):
+                private += [
+                    f"{path.name}: import {a.name}"
+                    for a in node.names
+                    if a.name.startswith("agentstate_reducer")
+                    and any(p.startswith("_") for p in a.name.split("."))
+                ]
+    assert private == []

@@ -296,14 +296,15 @@ def test_a_headless_thread_is_repaired_never_backwards() -> None:
 
 
 def test_a_fan_out_writes_one_document_per_task_with_plain_creates() -> None:
-    """100 tasks of one step record their writes with 100 creates: no read, no replace, no
-    compare-and-swap; each task's document is its own."""
+    """100 tasks of one step record their writes with one request each, a transactional batch
+    (the writes mark, a create of the task's own document, a read of the head): no point
+    read, no replace, no compare-and-swap."""
     saver, store = memory_saver(), MemoryContainer()
     model = play(saver, store, [("put", 0, {"a": "small"}, "r")])
     store.counts.clear()
     for i in range(100):
         store.run(saver._put_writes_ops(model.configs[0], [("out", f"v{i}")], f"task-{i}", "p"))
-    assert store.counts == {"Create": 100}
+    assert store.counts == {"Batch": 100}
     tup = _by_id(saver, store, model, model.checkpoints[0]["id"])
     assert len(tup.pending_writes) == 100
 
@@ -561,3 +562,86 @@ def test_the_drivers_turn_only_expected_refusals_into_results() -> None:
         saver._refused(read, http(429), "read")
     with pytest.raises(CosmosOperationError):
         saver._refused(o.Upsert(doc), http(409), "upsert")  # an upsert never conflicts
+
+
+# --------------------------------------------------------------------------------------------
+# Pending writes: split under the item limit, repeated calls leave nothing behind
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_task_with_ten_thousand_writes_is_split_under_the_item_limit() -> None:
+    """A task writing 12,000 small values (each entry mostly field names and quoting): every
+    document stays under 1 MB of JSON (the service refuses items over 2 MB), and the writes read
+    back whole, in order."""
+    import json
+
+    saver, store = memory_saver(), MemoryContainer()
+    model = play(saver, store, [("put", 0, {"a": "small"}, "r")])
+    writes = [("__pregel_tasks", {"n": i}) for i in range(12_000)]
+    store.run(saver._put_writes_ops(model.configs[0], writes, "fan", "~__pregel_pull, fan"))
+    sizes = [len(json.dumps(d)) for d in store.docs.values() if d["kind"].startswith("writes")]
+    assert len(sizes) >= 3 and max(sizes) < 1_050_000
+    tup = _by_id(saver, store, model, model.checkpoints[0]["id"])
+    assert [w[2] for w in tup.pending_writes] == [v for _, v in writes]
+
+
+@pytest.mark.parametrize("size", ["small", "big"])
+def test_a_task_writing_again_leaves_no_document_behind(size: str) -> None:
+    """The same task's writes stored twice (a migration run again, a retried task), with values
+    large enough for documents of their own: the first writes stay, and the second call leaves
+    no document behind; special writes (an interrupt) replace the earlier one in place."""
+    from langgraph.checkpoint.base import INTERRUPT
+
+    saver, store = memory_saver(), MemoryContainer()
+    model = play(saver, store, [("put", 0, {"a": "small"}, "r")])
+    cfg = model.configs[0]
+    first, second = value(1, size), value(2, size)
+    store.run(saver._put_writes_ops(cfg, [("x", first)], "task", "p"))
+    store.run(saver._put_writes_ops(cfg, [(INTERRUPT, first)], "asker", "p"))
+    before = sorted(store.docs)
+    store.run(saver._put_writes_ops(cfg, [("x", second)], "task", "p"))
+    assert sorted(store.docs) == before
+    store.run(saver._put_writes_ops(cfg, [(INTERRUPT, second)], "asker", "p"))
+    assert sorted(store.docs) == before
+    tup = _by_id(saver, store, model, model.checkpoints[0]["id"])
+    assert sorted((w[0], w[1]) for w in tup.pending_writes) == [("asker", INTERRUPT), ("task", "x")]
+    got = {w[0]: w[2] for w in tup.pending_writes}
+    assert got == {"task": first, "asker": second}
+
+
+@settings(max_examples=15, deadline=None)
+@given(steps=histories, keep=st.integers(min_value=1, max_value=3), big_value=st.booleans())
+def test_a_put_with_retention_cut_short_leaves_a_valid_thread(
+    steps: list[Any], keep: int, big_value: bool
+) -> None:
+    """A put with keep_checkpoints (its batch, then its clean-up) stopped after each of its
+    requests in turn (a dying process) leaves a valid thread; the put run again completes, and
+    the thread then lists what an uninterrupted put leaves."""
+    saver, store = memory_saver(keep_checkpoints=keep), MemoryContainer()
+    model = play(saver, store, steps)
+    if not model.checkpoints:
+        return
+    parent = model.configs[-1]
+    serial = 10_000 + len(model.checkpoints)
+    values = dict(model.checkpoints[-1]["channel_values"])
+    values["a"] = value(serial, "big" if big_value else "small")
+    versions = dict(model.checkpoints[-1]["channel_versions"])
+    versions["a"] = f"{serial:08}.9"
+    checkpoint = generate_checkpoint(
+        checkpoint_id=str(uuid6(clock_seq=serial)), channel_values=values, channel_versions=versions
+    )
+
+    def put(s: Any) -> Any:
+        return s._put_ops(parent, checkpoint, generate_metadata(), {"a": versions["a"]})
+
+    reference = MemoryContainer(docs=copy.deepcopy(store.docs))
+    reference.run(put(memory_saver(keep_checkpoints=keep)))
+    expected = [x.checkpoint for x in _listed(saver, reference)]
+    for stop in range(reference.operations):
+        trial = MemoryContainer(docs=copy.deepcopy(store.docs), fail_after=stop)
+        with contextlib.suppress(Crash):
+            trial.run(put(memory_saver(keep_checkpoints=keep)))
+        trial.fail_after = None
+        _assert_valid(memory_saver(), trial, "t")
+        trial.run(put(memory_saver(keep_checkpoints=keep)))
+        assert [x.checkpoint for x in _listed(memory_saver(), trial)] == expected

@@ -28,7 +28,9 @@
 //     query; with `defaultTtl` absent (null) item `ttl` fields are ignored. "If the container
 //     has no TTL set, then the TTL on an item has no effect", time to live,
 //     https://learn.microsoft.com/azure/cosmos-db/time-to-live (expired items are removed
-//     before each request; `/_agentstate/clock` moves the server's clock forward).
+//     before each request; `/_agentstate/clock` moves the server's clock forward: the clock
+//     that expires items and the one that stamps `_ts` on every write, so documents written
+//     after a move are newer, as they would be on a service whose time passed).
 //   * Microsoft Entra (AAD) tokens may not create or replace databases and containers (403):
 //     "This permission model covers only database operations that involve reading and writing
 //     data. It does not cover ... Create/Replace/Delete Database, Create/Replace/Delete
@@ -52,7 +54,7 @@
 //                                                                the data untouched (a process or
 //                                                                network dying mid-operation)
 //   POST /_agentstate/limits {"batchBytes": n}                   refuse batches over n bytes (413)
-//   POST /_agentstate/clock {"advance": s}                       move the TTL clock s seconds on
+//   POST /_agentstate/clock {"advance": s}                       move the server clock s seconds on
 //   GET  /_agentstate/stats                                       requests served, by kind, bytes
 //                                                                in and out, estimated RUs
 //   POST /_agentstate/stats/reset                                 zero the counters
@@ -67,6 +69,9 @@ const require = createRequire(import.meta.url);
 const MAX_ITEM_BYTES = 2 * 1024 * 1024;
 const limits = { batchBytes: 2 * 1024 * 1024 };
 const clock = { offset: 0 };
+// The server's clock: the package stamps `_ts` from Date.now(), and so does the TTL sweep.
+const realNow = Date.now;
+Date.now = () => realNow() + clock.offset * 1000;
 let theAccount = null;
 
 // The package builds its account when the server starts listening; keep a handle on it so that
@@ -83,7 +88,7 @@ function captureAccount() {
 }
 
 function nowSeconds() {
-  return Math.floor(Date.now() / 1000) + clock.offset;
+  return Math.floor(Date.now() / 1000);
 }
 
 // Time to live (see the header): remove every expired item of every container with a default TTL.

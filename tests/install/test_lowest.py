@@ -73,8 +73,9 @@ COSMOS_FLOORS = {
     "certifi": "2023.7.22",
     "azure-identity": "1.15.0",
     "zstandard": "0.23.0",
+    "typing-extensions": "4.13.0",
 }
-COSMOS_LIFTED = {"typing-extensions": "pydantic, which langgraph needs, requires a newer one"}
+COSMOS_LIFTED: dict[str, str] = {}
 """Direct requirements of agentstate-cosmosdb that no install can hold at their floor, and
 why; every other one is in COSMOS_FLOORS."""
 COSMOS_EXTRAS = ("identity", "zstd")

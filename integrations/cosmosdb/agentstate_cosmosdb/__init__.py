@@ -23,6 +23,7 @@ from agentstate_cosmosdb.errors import (
     CosmosSaverClosedError,
     CosmosSaverError,
     CosmosSchemaError,
+    CosmosThreadDeletedError,
     CosmosThrottledError,
     CosmosUnavailableError,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "CosmosSaverClosedError",
     "CosmosSaverError",
     "CosmosSchemaError",
+    "CosmosThreadDeletedError",
     "CosmosThrottledError",
     "CosmosUnavailableError",
     "MigrationReport",

@@ -35,21 +35,31 @@ Invariants every generator keeps (what a reader may rely on, whatever fails part
 * **A thread whose checkpoints are listed has a head**: maintenance removes a namespace's last
   checkpoint and its head in one transactional batch; a reader that finds checkpoints and no
   head (a first put cut short) repairs the head with a create-if-absent, so never backwards.
-* **Garbage collection keeps exactly what survivors reach** through
-  :func:`~agentstate_cosmosdb.documents.reachable`.
+* **Garbage collection keeps what survivors reach** through
+  :func:`~agentstate_cosmosdb.documents.reachable`, **and what a writer may still be working
+  on** (a grace period for documents no stored checkpoint reaches); it deletes only in
+  batches fenced by the head's etag, and a put reads what it inherits in the batch that
+  stores it, so clean-up in one process never deletes what a put in another one references
+  (see ``_maintenance`` and ``_writes``).
+* **A run the thread was deleted under stores nothing more** (``delete_thread`` leaves a
+  tombstone; see ``_writes``).
 
 With ``ttl=``: every put records when each holder it references was written (``written``);
-a holder older than half the ttl has its value written again by the next put, and the head's
-own ttl is cut so that it expires no later than the oldest holder it references. So a thread
-that is put at least once every ``ttl / 2`` seconds never loses a value, and a thread left
-alone expires as a whole (the head first).
+a holder older than the ttl has its value written again by the next put. Holders live twice
+the ttl, the head the ttl: a thread reads whole for ``ttl`` seconds after its last put (the
+seconds of inactivity ``ttl=`` promises), and then expires as a whole (the head first; a
+namespace without a head lists nothing).
 """
 
 from __future__ import annotations
 
 import random
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from agentstate_cosmosdb._reads import ReadOps
@@ -65,15 +75,36 @@ from agentstate_cosmosdb.errors import (
 )
 from agentstate_cosmosdb.heads import HeadCache
 from agentstate_cosmosdb.ops import UNEXPECTED, Op, Result, refusal
-from agentstate_cosmosdb.schema import PARTITION_KEY_PATH
+from agentstate_cosmosdb.schema import PARTITION_KEY_PATH, partition_key
 from agentstate_cosmosdb.settings import resolve_settings
-from agentstate_reducer._checks import check_choice, check_name
+
+try:  # langgraph-checkpoint >= 4 stores DeltaChannel snapshots as this type
+    from langgraph.checkpoint.serde.types import _DeltaSnapshot as _DeltaSnapshotType
+except ImportError:  # pragma: no cover - older langgraph-checkpoint has no DeltaChannel
+
+    class _DeltaSnapshotType:  # type: ignore[no-redef]
+        pass
+
 
 if TYPE_CHECKING:
     from agentstate_reducer import MessageReducer
     from agentstate_reducer.langgraph import CheckpointReduction
 
-__all__ = ["PARTITION_KEY_PATH", "BaseCosmosDBSaver"]
+__all__ = ["CLOSE_WAIT_SECONDS", "PARTITION_KEY_PATH", "BaseCosmosDBSaver"]
+
+CLOSE_WAIT_SECONDS = 60.0
+"""How long ``close()`` / ``aclose()`` waits for requests in flight before closing the client."""
+
+REFUSED_THREADS = 4096
+"""Threads whose refused checkpoint one process remembers (see ``_check_writable``)."""
+
+_DELTA_REFUSED = (
+    "the Cosmos DB savers do not support DeltaChannel (LangGraph beta): channel {listed} of "
+    "this graph is one. Its value is rebuilt from the pending writes of older checkpoints, "
+    "which keep_checkpoints, prune and delete_for_runs remove. Nothing was stored. Declare "
+    "the channel with a plain reducer (Annotated[list, operator.add]), or use a saver that "
+    "supports DeltaChannel (PostgresSaver)"
+)
 
 
 class BaseCosmosDBSaver(SetupOps, WriteOps, ReadOps):
@@ -94,13 +125,15 @@ class BaseCosmosDBSaver(SetupOps, WriteOps, ReadOps):
             does to a put: ``"keep"`` (default) stores the checkpoint unpruned and hands the
             messages over again on later puts, so a memory outage never costs the user's
             turn; ``"raise"`` fails the put.
-        ttl: Seconds of inactivity after which a thread's documents expire (Cosmos DB
-            time-to-live). Values a live thread still uses are refreshed (see the module
-            docstring). Needs time-to-live on in the container: :meth:`setup` turns it on
-            when the credential may, otherwise raises saying what to set.
+        ttl: Seconds of inactivity after which a thread expires (Cosmos DB time-to-live): it
+            reads whole for ``ttl`` seconds after its last put, then expires, its head first;
+            its other documents live up to twice the ttl (see the module docstring). Needs
+            time-to-live on in the container: :meth:`setup` turns it on when the credential
+            may, otherwise raises saying what to set.
         keep_checkpoints: Keep only the newest N checkpoints of each thread namespace (with
-            their writes and the values they reach); after each put, older ones are removed.
-            None keeps every checkpoint.
+            their writes and the values they reach), and the subgraph calls of the root
+            checkpoints kept; after each put, older ones are removed, never what a run or a
+            fork in progress still needs. None keeps every checkpoint.
         compression: Codec for stored values: ``"auto"`` (zstd when the ``zstandard`` package
             is installed, else zlib), ``"zlib"``, ``"zstd"``, or None (store as serialized).
             Each value records its codec, so any setting reads what any other wrote.
@@ -160,7 +193,13 @@ class BaseCosmosDBSaver(SetupOps, WriteOps, ReadOps):
         self._client_kwargs = dict(client_kwargs)
         self._container = None
         self._closed = False
+        self._closing = False
+        self._inflight = 0
+        self._inflight_lock = threading.Condition()
         self._heads = HeadCache()
+        # (pk, ns) of threads whose checkpoint this process refused (a DeltaChannel): their
+        # pending writes are refused too, so a refused graph stores nothing.
+        self._refused_threads: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     def __repr__(self) -> str:
         s = self._settings
@@ -172,11 +211,86 @@ class BaseCosmosDBSaver(SetupOps, WriteOps, ReadOps):
         )
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self._closed or self._closing:
             raise CosmosSaverClosedError(
                 f"this {type(self).__name__} was closed; build a new saver (or use it inside "
-                "its `with` block only)"
+                "its `with` block only). A run still using it when it was closed stops at its "
+                "next storage operation, with what it stored before intact"
             )
+
+    def _enter(self) -> None:
+        """Count a storage step in flight, so that closing waits for it (and refuse one once
+        closing has begun)."""
+        with self._inflight_lock:
+            self._check_open()
+            self._inflight += 1
+
+    def _leave(self) -> None:
+        with self._inflight_lock:
+            self._inflight -= 1
+            if not self._inflight:
+                self._inflight_lock.notify_all()
+
+    def _begin_close(self) -> None:
+        with self._inflight_lock:
+            self._closing = True
+
+    def _wait_idle(self, timeout: float) -> bool:
+        """Block until no storage step is in flight (sync saver); False on timeout."""
+        with self._inflight_lock:
+            return self._inflight_lock.wait_for(lambda: not self._inflight, timeout)
+
+    def _check_storable(
+        self,
+        config: RunnableConfig,
+        checkpoint: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+    ) -> None:
+        """Refuse a checkpoint the savers cannot store faithfully, before anything is written.
+
+        A graph with a ``DeltaChannel`` (LangGraph's beta channel, whose value is rebuilt
+        from the pending writes of older checkpoints) is recognised as LangGraph marks every
+        checkpoint of one: update counters in the metadata, or a snapshot value. The pending
+        writes its run stores meanwhile (LangGraph stores them in the background) are refused
+        too (:meth:`_check_writable`).
+
+        Raises:
+            NotImplementedError: The graph has a ``DeltaChannel``; the message names it.
+        """
+        counters = metadata.get("counters_since_delta_snapshot")
+        names = set(counters) if isinstance(counters, Mapping) else set()
+        values: Mapping[str, Any] = checkpoint.get("channel_values") or {}
+        names.update(k for k, v in values.items() if isinstance(v, _DeltaSnapshotType))
+        if not names:
+            return
+        configurable = config.get("configurable") or {}
+        where = (
+            partition_key(str(configurable.get("thread_id"))),
+            str(configurable.get("checkpoint_ns", "")),
+        )
+        with self._inflight_lock:
+            self._refused_threads[where] = None
+            while len(self._refused_threads) > REFUSED_THREADS:
+                self._refused_threads.popitem(last=False)
+        listed = ", ".join(repr(str(n)) for n in sorted(names))
+        raise NotImplementedError(_DELTA_REFUSED.format(listed=listed))
+
+    def _check_writable(self, config: RunnableConfig) -> None:
+        """Refuse the pending writes of a run whose checkpoint :meth:`_check_storable`
+        refused in this process.
+
+        Raises:
+            NotImplementedError: They belong to a graph with a ``DeltaChannel``.
+        """
+        if not self._refused_threads:
+            return
+        configurable = config.get("configurable") or {}
+        where = (
+            partition_key(str(configurable.get("thread_id"))),
+            str(configurable.get("checkpoint_ns", "")),
+        )
+        if where in self._refused_threads:
+            raise NotImplementedError(_DELTA_REFUSED.format(listed="of this run"))
 
     def _release_client(self) -> Any:
         """Mark the saver closed and hand back the client to close (None if not ours)."""
@@ -252,15 +366,30 @@ def _positive_int_or_none(name: str, value: Any) -> int | None:
     return value
 
 
+def _check_name(name: str, value: Any) -> None:
+    # The same errors, word for word, as the core's savers raise for the same misuse.
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {value!r}")
+    if not value:
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+
+
+def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    listed = " or ".join(repr(c) for c in choices)
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be {listed}, got {value!r}")
+    if value not in choices:
+        raise ValueError(f"{name} must be {listed}, got {value!r}")
+
+
 def _make_reduction(
     reducer: MessageReducer | None,
     messages_key: str,
     next_version: Any,
     on_prune_error: Literal["keep", "raise"],
 ) -> CheckpointReduction | None:
-    # The core's checks: the same misuse raises the same error as from every other saver.
-    check_name("messages_key", messages_key)
-    check_choice("on_prune_error", on_prune_error, ("keep", "raise"))
+    _check_name("messages_key", messages_key)
+    _check_choice("on_prune_error", on_prune_error, ("keep", "raise"))
     if reducer is None:
         return None
     try:

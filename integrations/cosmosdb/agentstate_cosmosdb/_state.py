@@ -31,7 +31,11 @@ __all__ = [
     "BATCH_BYTES",
     "BATCH_MAX_OPS",
     "CAS_ATTEMPTS",
+    "HOLDER_TTL_FACTOR",
     "MAINTENANCE_FANOUT",
+    "MAINTENANCE_ROUNDS",
+    "ORPHAN_GRACE_SECONDS",
+    "TOMBSTONE_MIN_TTL",
     "TTL_MARGIN_SECONDS",
     "SaverState",
     "backoff",
@@ -57,10 +61,30 @@ CAS_BACKOFF_MAX = 0.5
 
 TTL_MARGIN_SECONDS = 2
 """Slack for the service's one-second ``_ts`` and small clock differences between hosts: a
-value is written again a little before half the ttl, and a head expires a little before the
-oldest value it references."""
+value is written again a little before it is ``ttl`` old, and a head expires a little before
+the oldest value it references."""
+
+HOLDER_TTL_FACTOR = 2
+"""With ``ttl=``, every document but the head lives ``HOLDER_TTL_FACTOR * ttl`` seconds after
+its last write, the head ``ttl``: a put writes again each value it references that is older
+than ``ttl`` (less the margin), so everything the head needs outlives it, and a thread reads
+whole for ``ttl`` seconds after its last put."""
+
+TOMBSTONE_MIN_TTL = 86_400
+"""With ``ttl=``, a tombstone lives at least this long (or the holders' ttl, if longer)."""
+
+ORPHAN_GRACE_SECONDS = 600
+"""A document no stored checkpoint reaches may be a writer's work in progress (chunks and
+blobs written before their checkpoint; pending writes stored before their checkpoint under
+``durability="async"``): clean-up removes it only once it is this much older than the
+thread's newest write (server ``_ts``)."""
+
 MAINTENANCE_FANOUT = 32
 """Requests a maintenance step sends at once."""
+
+MAINTENANCE_ROUNDS = 6
+"""How often ``prune`` / ``delete_thread`` / ``delete_for_runs`` read a thread again after a
+concurrent writer changed it under them, before giving up."""
 
 
 class SaverState(BaseCheckpointSaver[str]):

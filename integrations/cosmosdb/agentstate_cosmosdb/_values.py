@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentstate_cosmosdb._state import TTL_MARGIN_SECONDS, SaverState
+from agentstate_cosmosdb._state import HOLDER_TTL_FACTOR, TTL_MARGIN_SECONDS, SaverState
 from agentstate_cosmosdb.documents import b64, decode, decompress, encode, split_chunks, unb64
 from agentstate_cosmosdb.documents import compress as compress_bytes
 from agentstate_cosmosdb.errors import CosmosMissingDocumentError
@@ -35,8 +35,10 @@ class ValueDocs(SaverState):
         return decode(self.serde, encoded)
 
     def _stamp(self, doc: Document, ttl: int | None = None) -> Document:
+        """Stamp a document's time-to-live (with ``ttl=``): ``ttl`` when given (the head),
+        else the holders' (``HOLDER_TTL_FACTOR * ttl``, see ``_state``)."""
         if self.ttl is not None:
-            doc["ttl"] = ttl if ttl is not None else self.ttl
+            doc["ttl"] = ttl if ttl is not None else HOLDER_TTL_FACTOR * self.ttl
         return doc
 
     def _value_docs(self, base: Document, value: Any) -> tuple[list[Document], Document]:
@@ -88,7 +90,8 @@ class ValueDocs(SaverState):
         """The head for a checkpoint document: the same fields, with its own new values only
         when they are small (HEAD_VALUES_BYTES), so the head stays a pointer.
 
-        With ``ttl=``, the head expires no later than the oldest holder it references.
+        With ``ttl=``, the head lives ``ttl`` seconds, and never longer than the oldest holder
+        it references (which the put wrote again when it was older than ``ttl``).
         """
         doc = {k: v for k, v in cp_doc.items() if k not in _NOT_IN_HEAD}
         doc.update(id=head_id(cp_doc["ns"]), kind=KIND_HEAD)
@@ -99,4 +102,5 @@ class ValueDocs(SaverState):
             return doc
         written: Mapping[str, float] = cp_doc.get("written") or {}
         oldest = min(written.values(), default=now)
-        return self._stamp(doc, max(1, int(self.ttl - (now - oldest) - TTL_MARGIN_SECONDS)))
+        holders_left = HOLDER_TTL_FACTOR * self.ttl - (now - oldest) - TTL_MARGIN_SECONDS
+        return self._stamp(doc, max(1, int(min(self.ttl, holders_left))))

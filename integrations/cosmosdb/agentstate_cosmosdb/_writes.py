@@ -1,16 +1,47 @@
 """Writes: ``put`` (values, checkpoint document, head advance by compare-and-swap) and
 ``put_writes`` (a task's pending writes).
 
-A put with ``keep_checkpoints`` garbage-collects the namespace afterwards with the maintenance
-family's ``_drop_ops``, hence :class:`WriteOps` builds on
+A put with ``keep_checkpoints`` cleans the thread up afterwards with the maintenance family's
+``_collect_ops``, hence :class:`WriteOps` builds on
 :class:`~agentstate_cosmosdb._maintenance.MaintenanceOps`.
+
+**What makes a put safe beside clean-up in other processes.** A checkpoint inherits the
+values of unchanged channels by pointing at the documents that hold them (``origins``), found
+from its parent. Another process's clean-up may delete those documents between the moment the
+put read its parent and the moment it stores the checkpoint. Two things close that gap:
+
+* the put stores its checkpoint in one transactional batch that replaces the head if-match the
+  etag it read (or, for a checkpoint older than the head, replaces the head with itself), and
+  clean-up deletes only in batches that replace the head if-match the etag *it* read
+  (``_maintenance``). Of two such batches the one applied second is refused. And a parent
+  the put read after the head (as it always does) that was still a listed checkpoint had all
+  its values then; with the head unchanged until the put's batch, no clean-up batch ran in
+  between, so they are all still there;
+* when there is no etag to compare (the put creates the namespace's head) or the parent is
+  kept only as a ``values`` holder (whose own references clean-up may have removed), the
+  batch also reads every older document the checkpoint inherits from: one that is gone
+  refuses it.
+
+A refused put builds its checkpoint again from what is stored (a parent that is gone means its
+values are written again, from the checkpoint the put holds in full); refused again (or too
+large for a batch, or, with ``ttl=``, older than the head), it stores a self-contained
+checkpoint (every value written anew under fresh ids: it inherits nothing) and moves the head
+by compare-and-swap, never backwards.
+
+**What makes it safe against delete_thread.** ``delete_thread`` leaves a tombstone with the
+newest checkpoint id the thread had. A put that builds on a parent that is gone, in a
+namespace without a head, whose parent id the tombstone covers, belongs to a run the thread
+was deleted under: it is refused with :class:`~agentstate_cosmosdb.errors.
+CosmosThreadDeletedError` and stores nothing; so are its pending writes (their batch reads the
+namespace's head). A run that starts afresh on the same thread id is not affected.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -32,20 +63,22 @@ from agentstate_cosmosdb._state import (
     stored_config,
 )
 from agentstate_cosmosdb.documents import EMPTY, b64, json_safe, origin_in
-from agentstate_cosmosdb.errors import CosmosOperationError
+from agentstate_cosmosdb.errors import CosmosOperationError, CosmosThreadDeletedError
 from agentstate_cosmosdb.heads import HeadKey, HeadState
 from agentstate_cosmosdb.ops import (
     BatchOp,
     Create,
+    Delete,
     Document,
     Ops,
     Outcome,
+    Read,
     Replace,
     Sleep,
     Upsert,
     batch,
-    query,
     read,
+    read_many,
     write,
     write_all,
 )
@@ -53,16 +86,21 @@ from agentstate_cosmosdb.ops import now as clock_now
 from agentstate_cosmosdb.schema import (
     KIND_BLOB,
     KIND_CHECKPOINT,
+    KIND_VALUES,
     KIND_WRITE_VALUE,
     KIND_WRITES,
+    KIND_WRITES_MARK,
+    KIND_WRITES_PART,
     SCHEMA_VERSION,
-    SELECT_NS_INDEX_SQL,
     blob_id,
     checkpoint_doc_id,
     head_id,
     partition_key,
+    tombstone_id,
     write_value_id,
     writes_doc_id,
+    writes_mark_id,
+    writes_part_id,
 )
 
 INLINE_PRIMITIVE_BYTES = 1024
@@ -80,7 +118,20 @@ WRITE_INLINE_BYTES = 64 * 1024
 """Encoded pending-write values larger than this get a document of their own..."""
 
 WRITES_DOC_BYTES = 1_000_000
-"""... and so do the largest ones once a task's writes document would pass this."""
+"""... and a task's writes documents (and parts) hold at most this much JSON each, every
+entry counted whole (its fields and quoting, not only its value: a task writing ten thousand
+``Send`` s is mostly that overhead). The service refuses items over 2 MB."""
+
+
+class _Plan(NamedTuple):
+    """The documents of one put, built before anything is written."""
+
+    chunk_docs: list[Document]
+    blob_docs: list[Document]
+    cp_doc: Document
+    head_doc: Document
+    refs: list[str]
+    """Documents stored before this put that its checkpoint reads values from."""
 
 
 class WriteOps(MaintenanceOps):
@@ -92,8 +143,6 @@ class WriteOps(MaintenanceOps):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-        *,
-        fresh: bool = False,
     ) -> Ops[RunnableConfig]:
         configurable = config["configurable"]
         thread_id = str(configurable["thread_id"])
@@ -102,20 +151,103 @@ class WriteOps(MaintenanceOps):
         pk = partition_key(thread_id)
         key: HeadKey = (pk, thread_id, ns)
         checkpoint_id = checkpoint["id"]
+        now = yield from clock_now()
+        parent_doc: Mapping[str, Any] | None = None
+        state = HeadState.missing()
+        for fresh in (False, True):
+            # First with the head this process last saw, then (refused: another writer moved
+            # the head, or clean-up removed a document it inherits from) from what is stored.
+            cached = None if fresh else self._heads.get(key)
+            state = cached if cached is not None else (yield from self._head_state_ops(key))
+            parent_doc = yield from self._parent_ops(key, state, parent_id)
+            if parent_id and parent_doc is None and state.absent:
+                yield from self._refuse_if_deleted_ops(pk, thread_id, ns, str(parent_id))
+            moves_head = checkpoint_id >= state.checkpoint_id
+            if not moves_head and self.ttl is not None:
+                break  # (a touch of the head would restart its ttl)
+            plan = self._put_plan(config, checkpoint, metadata, new_versions, parent_doc, now)
+            # With an etag to compare, the head's replace is the fence (see the module
+            # docstring); without one, or from a parent kept only as a values holder, the
+            # batch reads what the checkpoint inherits.
+            check = state.absent or (parent_doc or {}).get("kind") == KIND_VALUES
+            outcome = yield from self._put_batch_ops(key, state, plan, moves_head, check)
+            if outcome is None:
+                # Built on the head (or the same put again, after a crash): not a fork.
+                linear = bool(parent_id) and state.checkpoint_id in (parent_id, checkpoint_id)
+                yield from self._after_put_ops(key, checkpoint_id, parent_id, linear)
+                return stored_config(thread_id, ns, checkpoint_id)
+            self._heads.drop(key)
+            if outcome is Outcome.TOO_LARGE:
+                break
+        # The ordered way (refused twice, too large for a batch, or with ttl older than the
+        # head): a self-contained checkpoint (it inherits no document, so no clean-up can take
+        # what it reads), then the head by compare-and-swap.
+        plan = self._put_plan(config, checkpoint, metadata, new_versions, None, now)
+        self._heads.drop(key)
+        yield from _write_in_groups([Upsert(d) for d in plan.chunk_docs])
+        yield from _write_in_groups([Upsert(d) for d in plan.blob_docs])
+        yield from write_all([Upsert(plan.cp_doc)])
+        yield from self._advance_head_ops(key, plan.head_doc)
+        linear = bool(parent_id) and state.checkpoint_id in (parent_id, checkpoint_id)
+        yield from self._after_put_ops(key, checkpoint_id, parent_id, linear)
+        return stored_config(thread_id, ns, checkpoint_id)
+
+    def _head_state_ops(self, key: HeadKey) -> Ops[HeadState]:
+        pk, thread_id, ns = key
+        current = yield from read(head_id(ns), pk)
+        if current is None or current.get("thread_id") != thread_id:
+            return HeadState.missing()
+        return head_state(current, current["_etag"])
+
+    def _parent_ops(
+        self, key: HeadKey, state: HeadState, parent_id: str | None
+    ) -> Ops[Mapping[str, Any] | None]:
+        """The stored parent document (a removed one kept as a ``values`` holder still tells
+        where its values live), or None."""
+        if not parent_id:
+            return None
+        if not state.absent and state.checkpoint_id == parent_id:
+            return state.doc
+        pk, thread_id, ns = key
+        doc = yield from read(checkpoint_doc_id(ns, str(parent_id)), pk)
+        if (
+            doc is None
+            or doc.get("thread_id") != thread_id
+            or doc.get("kind") not in (KIND_CHECKPOINT, KIND_VALUES)
+        ):
+            return None
+        return doc
+
+    def _refuse_if_deleted_ops(self, pk: str, thread_id: str, ns: str, parent_id: str) -> Ops[None]:
+        """Raise when the tombstone of ``delete_thread`` covers ``parent_id``."""
+        tomb = yield from read(tombstone_id(), pk)
+        if tomb is not None and parent_id <= str(tomb.get("before") or ""):
+            raise CosmosThreadDeletedError(
+                f"thread {thread_id!r} was deleted (delete_thread) while a run was using it: "
+                f"checkpoint {parent_id!r} (namespace {ns!r}), which this run builds on, is "
+                "gone, and nothing of the run was stored after the delete. Start the thread "
+                "again with new input (a run without checkpoint_id)."
+            )
+
+    def _put_plan(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        parent_doc: Mapping[str, Any] | None,
+        now: float,
+    ) -> _Plan:
+        """Every document of a put. Unchanged channels point where ``parent_doc`` found them
+        (None: nothing is inherited, every value is written here)."""
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        ns = str(configurable.get("checkpoint_ns", ""))
+        pk = partition_key(thread_id)
+        checkpoint_id = checkpoint["id"]
         values = checkpoint["channel_values"]
         versions = {ch: str(v) for ch, v in checkpoint["channel_versions"].items()}
         own_id = checkpoint_doc_id(ns, checkpoint_id)
-        now = yield from clock_now()
-        state = None if fresh else self._heads.get(key)
-        if state is None:
-            # Learn the head first (LangGraph's get_tuple at the start of a run usually did),
-            # so that the checkpoint and the head can go in one batch.
-            current = yield from read(head_id(ns), pk)
-            if current is None or current.get("thread_id") != thread_id:
-                state = HeadState.missing()
-            else:
-                state = head_state(current, current["_etag"])
-        linear = bool(parent_id) and state.checkpoint_id == parent_id
 
         inline: dict[str, list[Any]] = {}
         for channel, value in values.items():
@@ -125,33 +257,31 @@ class WriteOps(MaintenanceOps):
                     inline[channel] = [type_, b64(data)]
 
         # Unchanged channels point where the parent found them, unless that holder is unknown
-        # or (with ttl) old enough to expire soon: then the value is written again here.
+        # or (with ttl) older than the ttl: then the value is written again here, so that
+        # everything the head references outlives it (see _state.HOLDER_TTL_FACTOR).
         origins: dict[str, str] = {}
         written: dict[str, float] = {}
         empty: list[str] = []
         rewrite: list[str] = []
-        inherited = [ch for ch in versions if ch not in inline and ch not in new_versions]
-        if inherited:
-            parent_doc: Mapping[str, Any] | None = None
-            if parent_id and state.checkpoint_id == parent_id:
-                parent_doc = state.doc
-            elif parent_id:
-                parent_doc = yield from read(checkpoint_doc_id(ns, str(parent_id)), pk)
-            parent_written: Mapping[str, float] = (parent_doc or {}).get("written") or {}
-            for channel in inherited:
-                found = origin_in(parent_doc, channel, versions[channel])
-                if found == EMPTY:
-                    empty.append(channel)
-                elif found is None or (
-                    self.ttl is not None
-                    and now - float(parent_written.get(found, 0.0))
-                    > self.ttl / 2 - TTL_MARGIN_SECONDS
-                ):
-                    rewrite.append(channel)
-                else:
-                    origins[channel] = found
-                    if self.ttl is not None:
-                        written[found] = float(parent_written[found])
+        refs: list[str] = []
+        parent_written: Mapping[str, float] = (parent_doc or {}).get("written") or {}
+        for channel in versions:
+            if channel in inline or channel in new_versions:
+                continue
+            found = origin_in(parent_doc, channel, versions[channel])
+            if found == EMPTY:
+                empty.append(channel)
+            elif found is None or (
+                self.ttl is not None
+                and now - float(parent_written.get(found, 0.0)) > self.ttl - TTL_MARGIN_SECONDS
+            ):
+                rewrite.append(channel)
+            else:
+                origins[channel] = found
+                if found not in refs:
+                    refs.append(found)
+                if self.ttl is not None:
+                    written[found] = float(parent_written[found])
 
         # New (and rewritten) values of small channels live in the checkpoint document; big
         # ones in blob documents, chunked past CHUNK_BYTES. Each version is stored once.
@@ -185,7 +315,7 @@ class WriteOps(MaintenanceOps):
                 "version": version,
             }
             if channel in rewrite:
-                # A fresh id: the old blob of this version may be expiring.
+                # A fresh id: the stored blob of this version may be expiring or being removed.
                 base["id"] = blob_id(ns, channel, f"{version}@{uuid.uuid4().hex}")
             extra, doc = self._value_docs(base, values[channel])
             chunk_docs.extend(extra)
@@ -208,7 +338,7 @@ class WriteOps(MaintenanceOps):
                 "schema": SCHEMA_VERSION,
                 "ns": ns,
                 "checkpoint_id": checkpoint_id,
-                "parent_checkpoint_id": parent_id,
+                "parent_checkpoint_id": configurable.get("checkpoint_id"),
                 "checkpoint": [ser_type, b64(ser)],
                 "metadata": json_safe(meta),
                 "metadata_typed": [meta_type, b64(meta_ser)],
@@ -222,46 +352,36 @@ class WriteOps(MaintenanceOps):
         )
         if self.ttl is not None:
             cp_doc["written"] = written
-        head_doc = self._head_doc(cp_doc, now)
+        return _Plan(chunk_docs, blob_docs, cp_doc, self._head_doc(cp_doc, now), refs)
 
-        # Chunks before the blob documents that announce them.
-        if chunk_docs:
-            for i in range(0, len(chunk_docs), MAINTENANCE_FANOUT):
-                yield from write_all([Upsert(d) for d in chunk_docs[i : i + MAINTENANCE_FANOUT]])
-        blob_ops: list[BatchOp] = [Upsert(d) for d in blob_docs]
-        if checkpoint_id >= state.checkpoint_id:
-            # The checkpoint document and the head in one atomic transactional batch (with the
-            # blobs when they fit): a thread never has listed checkpoints and no head, even
-            # after a crash. The head is replaced only if it is still the one this process
-            # last saw, or created if it saw none.
-            head_op: BatchOp = Create(head_doc) if state.absent else Replace(head_doc, state.etag)
-            ops = [*blob_ops, Upsert(cp_doc), head_op]
+    def _put_batch_ops(
+        self, key: HeadKey, state: HeadState, plan: _Plan, moves_head: bool, check: bool
+    ) -> Ops[Outcome | None]:
+        """Store a planned checkpoint in one transactional batch that moves the head onto it
+        (``moves_head``), or else replaces the head with itself (a checkpoint older than the
+        head: the replace fences clean-up all the same), and, with ``check``, reads every
+        document it inherits from. None when applied; else why not (nothing applied)."""
+        pk = key[0]
+        yield from _write_in_groups([Upsert(d) for d in plan.chunk_docs])
+        blob_upserts = [Upsert(d) for d in plan.blob_docs]
+        blob_ops: list[BatchOp] = list(blob_upserts)
+        new_head = plan.head_doc if moves_head else dict(state.doc)
+        head_op: BatchOp = Create(new_head) if state.absent else Replace(new_head, state.etag)
+        reads: list[BatchOp] = [Read(ref, pk) for ref in plan.refs] if check else []
+        ops = [*blob_ops, Upsert(plan.cp_doc), head_op, *reads]
+        if not fits(ops):
+            yield from _write_in_groups(blob_upserts)  # values first, then what references them
+            ops = [Upsert(plan.cp_doc), head_op, *reads]
             if not fits(ops):
-                yield from write_all(blob_ops)  # values first, then what references them
-                ops = [Upsert(cp_doc), head_op]
-            results: list[str | None] | Outcome = Outcome.TOO_LARGE
-            self._heads.drop(key)
-            if fits(ops):
-                results = yield from batch(pk, ops)
-            if not isinstance(results, Outcome):
-                if results[-1]:
-                    self._remember_head(key, head_doc, results[-1])
-                yield from self._after_put_ops(key, parent_id, linear)
-                return stored_config(thread_id, ns, checkpoint_id)
-            # Refused, nothing applied: another writer moved the head, or the service found
-            # the batch too large. Store the checkpoint, then move the head the ordered way.
-            if results is not Outcome.TOO_LARGE and self.keep_checkpoints is not None and not fresh:
-                # Another writer's garbage collection may have removed what the cached parent
-                # pointed at: build the checkpoint again from the stored parent.
-                stored = yield from self._put_ops(
-                    config, checkpoint, metadata, new_versions, fresh=True
-                )
-                return stored
+                return Outcome.TOO_LARGE
         self._heads.drop(key)
-        yield from write_all([*blob_ops, Upsert(cp_doc)])
-        yield from self._advance_head_ops(key, head_doc)
-        yield from self._after_put_ops(key, parent_id, linear)
-        return stored_config(thread_id, ns, checkpoint_id)
+        results = yield from batch(pk, ops)
+        if isinstance(results, Outcome):
+            return results
+        etag = results[ops.index(head_op)]
+        if etag:
+            self._remember_head(key, new_head, etag)
+        return None
 
     def _advance_head_ops(self, key: HeadKey, head_doc: Document) -> Ops[None]:
         """Point the head at ``head_doc``'s checkpoint (stored already) unless it holds a newer
@@ -291,28 +411,6 @@ class WriteOps(MaintenanceOps):
             "too many concurrent writers to one thread and namespace"
         )
 
-    def _after_put_ops(self, key: HeadKey, parent_id: str | None, linear: bool) -> Ops[None]:
-        """Garbage-collect past ``keep_checkpoints`` (a no-op without it).
-
-        ``linear``: the put replaced the head it was built on (its parent).
-        """
-        if self.keep_checkpoints is None:
-            return
-        pk, thread_id, ns = key
-        index = yield from query(
-            SELECT_NS_INDEX_SQL, (("@pk", pk), ("@thread_id", thread_id), ("@ns", ns)), pk
-        )
-        cps = sorted(
-            (d["checkpoint_id"] for d in index if d["kind"] == KIND_CHECKPOINT), reverse=True
-        )
-        if len(cps) <= self.keep_checkpoints:
-            return
-        keep = set(cps[: self.keep_checkpoints])
-        if parent_id and not linear:
-            # A fork, or a run that was not building on the head: keep what it builds on.
-            keep.add(str(parent_id))
-        yield from self._drop_ops(pk, index, {(ns, cp) for cp in keep})
-
     # -- put_writes ----------------------------------------------------------------------------
 
     def _put_writes_ops(
@@ -331,8 +429,9 @@ class WriteOps(MaintenanceOps):
             return
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         # Large values get ids of their own per call, so a call whose entries are dropped
-        # (the first write of a task and index wins) cannot replace a kept value.
-        call = uuid.uuid4().hex
+        # (the first write of a task and index wins) cannot replace a kept value; a special
+        # write replaces the earlier one of its slot, value included, so its id is the slot's.
+        call = "special" if special else uuid.uuid4().hex
         entries: list[dict[str, Any]] = []
         for idx, (channel, value) in enumerate(writes):
             real_idx = WRITES_IDX_MAP.get(channel, idx)
@@ -348,15 +447,12 @@ class WriteOps(MaintenanceOps):
             if len(enc) > 2:
                 entry["codec"] = enc[2]
             entries.append(entry)
-        # Values over the bound (and the largest, while the document would be too big) apart.
-        value_chunks: list[Document] = []
-        value_docs: list[Document] = []
-        total = sum(len(e["data"]) for e in entries)
-        for entry in sorted(entries, key=lambda e: -len(e["data"])):
-            if len(entry["data"]) <= WRITE_INLINE_BYTES and total <= WRITES_DOC_BYTES:
-                break
-            total -= len(entry["data"])
-            value = writes[[e is entry for e in entries].index(True)][1]
+        # Values over the bound go to documents of their own (with their chunks); the rest
+        # stays inline, in as many parts as the entries need.
+        apart: list[Document] = []
+        for position, entry in enumerate(entries):
+            if len(entry["data"]) <= WRITE_INLINE_BYTES:
+                continue
             base: Document = {
                 "id": write_value_id(ns, checkpoint_id, task_id, entry["idx"], call),
                 "pk": pk,
@@ -365,64 +461,195 @@ class WriteOps(MaintenanceOps):
                 "ns": ns,
                 "checkpoint_id": checkpoint_id,
             }
-            extra, doc = self._value_docs(base, value)
-            value_chunks.extend(extra)
-            value_docs.append(doc)
+            extra, doc = self._value_docs(base, writes[position][1])
+            apart.extend([*extra, doc])
             for field in ("data", "codec"):
                 entry.pop(field, None)
             entry["ref"] = base["id"]
-        for docs in (value_chunks, value_docs):
-            for i in range(0, len(docs), MAINTENANCE_FANOUT):
-                yield from write_all([Upsert(d) for d in docs[i : i + MAINTENANCE_FANOUT]])
-
-        def writes_doc(doc_id: str, items: list[dict[str, Any]]) -> Document:
-            return self._stamp(
-                {
-                    "id": doc_id,
-                    "pk": pk,
-                    "thread_id": thread_id,
-                    "kind": KIND_WRITES,
-                    "schema": SCHEMA_VERSION,
-                    "ns": ns,
-                    "checkpoint_id": checkpoint_id,
-                    "task_id": task_id,
-                    "special": special,
-                    "writes": items,
-                }
-            )
+        yield from _write_in_groups([Upsert(d) for d in apart if d["kind"] != KIND_WRITE_VALUE])
+        yield from _write_in_groups([Upsert(d) for d in apart if d["kind"] == KIND_WRITE_VALUE])
+        mark = self._stamp(
+            {
+                "id": writes_mark_id(ns, checkpoint_id),
+                "pk": pk,
+                "thread_id": thread_id,
+                "kind": KIND_WRITES_MARK,
+                "ns": ns,
+                "checkpoint_id": checkpoint_id,
+            }
+        )
+        key: HeadKey = (pk, thread_id, ns)
 
         if special:
             # Writes to special channels replace the previous one of the same task and index.
-            yield from write_all(
-                [
-                    Upsert(writes_doc(writes_doc_id(ns, checkpoint_id, task_id, e["idx"]), [e]))
-                    for e in entries
-                ]
+            docs = [
+                self._writes_doc(key, checkpoint_id, task_id, [e], special=True) for e in entries
+            ]
+            yield from self._writes_batch_ops(
+                key, checkpoint_id, [Upsert(mark), *map(Upsert, docs)]
             )
             return
         doc_id = writes_doc_id(ns, checkpoint_id, task_id)
-        stored = yield from write(Create(writes_doc(doc_id, entries)))
+        main, parts = self._split_writes(key, checkpoint_id, task_id, call, doc_id, entries)
+        yield from _write_in_groups([Upsert(p) for p in parts])
+        stored = yield from self._writes_batch_ops(key, checkpoint_id, [Upsert(mark), Create(main)])
         if stored is not Outcome.CONFLICT:
             return
-        # The same task wrote before (a retry): keep its writes, add the indexes it lacked.
+        # The same task wrote before (a retry, a migration run again): keep its writes, add
+        # the indexes it lacked, and remove what this call wrote in vain.
+        mine = [*(p["id"] for p in parts), *(d["id"] for d in apart)]
         for attempt in range(CAS_ATTEMPTS):
             if attempt:
                 yield Sleep(backoff(attempt))
             current = yield from read(doc_id, pk)
             if current is None:
-                stored = yield from write(Create(writes_doc(doc_id, entries)))
-                if stored is not Outcome.CONFLICT:
+                created = yield from write(Create(main))
+                if created is not Outcome.CONFLICT:
                     return
                 continue
-            have = {int(e["idx"]) for e in current.get("writes") or []}
+            old_parts = [str(i) for i in current.get("parts") or []]
+            found = yield from read_many([Read(i, pk) for i in old_parts])
+            have_entries = [*(current.get("writes") or [])]
+            for part in found:
+                have_entries.extend((part or {}).get("writes") or [])
+            have = {int(e["idx"]) for e in have_entries}
             missing = [e for e in entries if int(e["idx"]) not in have]
             if not missing:
+                yield from _delete_in_groups(pk, mine)
                 return
-            merged = writes_doc(doc_id, [*(current.get("writes") or []), *missing])
-            stored = yield from write(Replace(merged, current["_etag"]))
-            if stored is not Outcome.PRECONDITION_FAILED:
+            retry_call = uuid.uuid4().hex
+            merged, new_parts = self._split_writes(
+                key, checkpoint_id, task_id, retry_call, doc_id, [*have_entries, *missing]
+            )
+            yield from _write_in_groups([Upsert(p) for p in new_parts])
+            replaced = yield from write(Replace(merged, current["_etag"]))
+            if replaced is not Outcome.PRECONDITION_FAILED:
+                used = {e.get("ref") for e in missing}
+                unused = [i for i in mine if i not in used and not _chunk_of_any(i, used)]
+                yield from _delete_in_groups(pk, [*old_parts, *unused])
                 return
+            yield from _delete_in_groups(pk, [p["id"] for p in new_parts])
         raise CosmosOperationError(
             f"could not record the writes of task {task_id!r} for checkpoint {checkpoint_id!r} "
             f"after {CAS_ATTEMPTS} attempts"
         )
+
+    def _writes_doc(
+        self,
+        key: HeadKey,
+        checkpoint_id: str,
+        task_id: str,
+        items: list[dict[str, Any]],
+        *,
+        special: bool = False,
+        doc_id: str | None = None,
+        parts: list[str] | None = None,
+    ) -> Document:
+        pk, thread_id, ns = key
+        if doc_id is None:
+            idx = int(items[0]["idx"]) if special else None
+            doc_id = writes_doc_id(ns, checkpoint_id, task_id, idx)
+        doc: Document = {
+            "id": doc_id,
+            "pk": pk,
+            "thread_id": thread_id,
+            "kind": KIND_WRITES,
+            "schema": SCHEMA_VERSION,
+            "ns": ns,
+            "checkpoint_id": checkpoint_id,
+            "task_id": task_id,
+            "special": special,
+            "writes": items,
+        }
+        if parts:
+            doc["parts"] = parts
+        return self._stamp(doc)
+
+    def _split_writes(
+        self,
+        key: HeadKey,
+        checkpoint_id: str,
+        task_id: str,
+        call: str,
+        doc_id: str,
+        entries: list[dict[str, Any]],
+    ) -> tuple[Document, list[Document]]:
+        """A task's writes document, and the part documents holding what does not fit it
+        (each at most WRITES_DOC_BYTES, every entry counted whole)."""
+        pk, thread_id, ns = key
+        groups: list[list[dict[str, Any]]] = [[]]
+        size = 0
+        for entry in entries:
+            entry_size = _entry_bytes(entry)
+            if groups[-1] and size + entry_size > WRITES_DOC_BYTES:
+                groups.append([])
+                size = 0
+            groups[-1].append(entry)
+            size += entry_size
+        parts = [
+            self._stamp(
+                {
+                    "id": writes_part_id(ns, checkpoint_id, task_id, call, n),
+                    "pk": pk,
+                    "thread_id": thread_id,
+                    "kind": KIND_WRITES_PART,
+                    "ns": ns,
+                    "checkpoint_id": checkpoint_id,
+                    "writes": group,
+                }
+            )
+            for n, group in enumerate(groups[1:], start=1)
+        ]
+        main = self._writes_doc(
+            key, checkpoint_id, task_id, groups[0], doc_id=doc_id, parts=[p["id"] for p in parts]
+        )
+        return main, parts
+
+    def _writes_batch_ops(
+        self, key: HeadKey, checkpoint_id: str, ops: list[BatchOp]
+    ) -> Ops[Outcome | None]:
+        """Store a writes mark and writes documents in one transactional batch that also reads
+        the namespace's head. Without a head (the namespace's first checkpoint not stored yet,
+        or the thread deleted), the writes are stored when no tombstone covers their
+        checkpoint, and refused (CosmosThreadDeletedError) when one does. Returns the
+        refusal of a create (``Outcome.CONFLICT``), else None."""
+        pk, thread_id, ns = key
+        results = yield from _batch_or_too_large(pk, [Read(head_id(ns), pk), *ops])
+        if results is Outcome.PRECONDITION_FAILED:
+            yield from self._refuse_if_deleted_ops(pk, thread_id, ns, checkpoint_id)
+            results = yield from _batch_or_too_large(pk, ops)
+        if results is Outcome.TOO_LARGE:
+            # Refused as too large: the mark first, then the writes, one by one.
+            for op in ops:
+                stored = yield from write(cast("Upsert | Create | Replace", op))
+                if stored is Outcome.CONFLICT:
+                    return Outcome.CONFLICT
+            return None
+        return results if isinstance(results, Outcome) else None
+
+
+def _batch_or_too_large(pk: str, ops: list[BatchOp]) -> Ops[list[str | None] | Outcome]:
+    if not fits(ops):
+        return Outcome.TOO_LARGE
+    results = yield from batch(pk, ops)
+    return results
+
+
+def _entry_bytes(entry: Mapping[str, Any]) -> int:
+    """The JSON size of one writes entry as a client may send it (json.dumps's default
+    separators, with their spaces: an upper bound of the compact form), with a separator."""
+    return len(json.dumps(entry)) + 2
+
+
+def _chunk_of_any(doc_id: str, bases: set[Any]) -> bool:
+    base, sep, tail = doc_id.rpartition(".")
+    return bool(sep) and tail.isdigit() and base in bases
+
+
+def _write_in_groups(ops: Sequence[Upsert | Create | Replace | Delete]) -> Ops[None]:
+    for i in range(0, len(ops), MAINTENANCE_FANOUT):
+        yield from write_all(ops[i : i + MAINTENANCE_FANOUT])
+
+
+def _delete_in_groups(pk: str, ids: Sequence[str]) -> Ops[None]:
+    yield from _write_in_groups([Delete(i, pk) for i in ids])

@@ -21,9 +21,9 @@ from langgraph.checkpoint.base import CheckpointTuple as Tuple
 from typing_extensions import override
 
 from agentstate_cosmosdb import ops as o
-from agentstate_cosmosdb._base import BaseCosmosDBSaver
+from agentstate_cosmosdb._base import CLOSE_WAIT_SECONDS, BaseCosmosDBSaver
 from agentstate_cosmosdb.errors import CosmosSaverClosedError
-from agentstate_cosmosdb.ops import Ops, Result
+from agentstate_cosmosdb.ops import QUERY_PAGE_ITEMS, Ops, Result
 from agentstate_cosmosdb.settings import client_options, parse_connection_string
 
 if TYPE_CHECKING:
@@ -115,7 +115,15 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
         await self._get_container()
 
     async def aclose(self) -> None:
-        """Close the client if the saver created it; later calls raise CosmosSaverClosedError."""
+        """Close the client if the saver created it; later calls raise CosmosSaverClosedError.
+
+        Requests in flight finish first (up to a minute); a run still using the saver stops
+        at its next storage operation with CosmosSaverClosedError, what it stored intact.
+        """
+        self._begin_close()
+        deadline = time.monotonic() + CLOSE_WAIT_SECONDS
+        while self._inflight and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
         client = self._release_client()
         if client is not None:
             await client.close()
@@ -181,6 +189,13 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
                 result = await self._execute(where, step, action)
 
     async def _execute(self, where: Any, step: o.Op | Sequence[o.Op], action: str) -> Result:
+        self._enter()
+        try:
+            return await self._send(where, step, action)
+        finally:
+            self._leave()
+
+    async def _send(self, where: Any, step: o.Op | Sequence[o.Op], action: str) -> Result:
         if not isinstance(step, (list, tuple)):
             return await self._one(where, step, action)  # type: ignore[arg-type]
         if len(step) < 2:
@@ -216,9 +231,16 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
         if isinstance(op, o.Query):
             params = [{"name": n, "value": v} for n, v in op.parameters]
             if op.pk is None:
-                items = container.query_items(op.sql, parameters=params)
+                items = container.query_items(
+                    op.sql, parameters=params, max_item_count=QUERY_PAGE_ITEMS
+                )
             else:
-                items = container.query_items(op.sql, parameters=params, partition_key=op.pk)
+                items = container.query_items(
+                    op.sql,
+                    parameters=params,
+                    partition_key=op.pk,
+                    max_item_count=QUERY_PAGE_ITEMS,
+                )
             return [dict(item) async for item in items]
         if isinstance(op, o.Batch):
             operations = o.batch_operations(op.ops)
@@ -291,11 +313,15 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
 
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
+            CosmosThreadDeletedError: The thread was deleted (``delete_thread``) while this
+                run was using it; nothing was stored.
+            NotImplementedError: The graph has a DeltaChannel; nothing was stored.
             PruneHookError: With ``on_prune_error="raise"``, an ``on_prune`` hook of the
                 reducer failed; nothing was written.
             SummaryError: With ``on_prune_error="raise"``, the reducer's ``summarize_fn``
                 failed; nothing was written.
         """
+        self._check_storable(config, checkpoint, metadata)
         if self.message_reduction is not None:
             new_versions = dict(new_versions)
             checkpoint = await self.message_reduction.aapply(
@@ -318,6 +344,7 @@ class AsyncCosmosDBSaver(BaseCosmosDBSaver):
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
         """
+        self._check_writable(config)
         ops = self._put_writes_ops(config, writes, task_id, task_path)
         await self._run(ops, "store pending writes")
 

@@ -2,9 +2,10 @@
 
 :func:`references` is the one answer to "which documents does this checkpoint (or head) need
 to be read whole"; every reader reads exactly those, and garbage collection
-(:func:`reachable`: prune, delete_for_runs, keep-N) keeps exactly what the surviving
-checkpoints reach through it. A bug here would delete data, so it has a property test against
-a slow, obvious version (``tests/cosmos/test_documents.py``).
+(:func:`reachable`, :func:`garbage`: prune, delete_for_runs, keep-N) keeps exactly what the
+surviving checkpoints reach through it, and what may still be a writer's work in progress. A
+bug here would delete data, so it has a property test against a slow, obvious version
+(``tests/cosmos/test_generators.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import base64
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agentstate_cosmosdb.errors import CosmosConfigurationError, CosmosDataError
@@ -24,15 +26,22 @@ from agentstate_cosmosdb.schema import (
     KIND_VALUES,
     KIND_WRITE_VALUE,
     KIND_WRITES,
+    KIND_WRITES_MARK,
+    KIND_WRITES_PART,
     SYSTEM_FIELDS,
     blob_id,
+    chunk_number,
 )
 
 __all__ = [
+    "WRITES_FAMILY",
+    "Garbage",
     "b64",
     "decode",
     "encode",
+    "garbage",
     "json_safe",
+    "kept_checkpoints",
     "metadata_matches",
     "reachable",
     "references",
@@ -265,20 +274,36 @@ def references(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
+WRITES_FAMILY = frozenset({KIND_WRITES, KIND_WRITE_VALUE, KIND_WRITES_PART, KIND_WRITES_MARK})
+"""Documents that belong to one checkpoint's pending writes (found by ``(ns, checkpoint_id)``)."""
+
+_CHECKPOINT_KINDS = (KIND_CHECKPOINT, KIND_VALUES)
+
+
+def kept_checkpoints(
+    index: Sequence[Mapping[str, Any]], keep: Iterable[tuple[str, str]]
+) -> set[tuple[str, str]]:
+    """``keep`` and the checkpoint of every head (a head's checkpoint always stays)."""
+    kept = set(keep)
+    kept.update((d["ns"], d["checkpoint_id"]) for d in index if d["kind"] == KIND_HEAD)
+    return kept
+
+
 def reachable(index: Sequence[Mapping[str, Any]], keep: Iterable[tuple[str, str]]) -> set[str]:
     """Every document id that the checkpoints ``keep`` (and every head) still need.
 
     Args:
         index: The thread's documents (at least ``id``, ``kind``, ``ns``, ``checkpoint_id``,
-            ``versions``, ``origins``, ``inline``, ``empty``, ``blob_id``).
+            ``versions``, ``origins``, ``inline``, ``empty``, ``blob_id``, ``chunks``).
         keep: The ``(ns, checkpoint_id)`` of the checkpoints that stay.
 
     Returns:
         Ids of the kept checkpoint documents, heads, the value holders they reference, the
-        chunks of those holders, and the pending writes (with their values and chunks) of the
-        kept checkpoints. Everything else in ``index`` may be deleted.
+        chunks of those holders (up to each holder's chunk count), and the pending writes
+        (their documents, parts, marks, values and the values' chunks) of the kept
+        checkpoints. Everything else in ``index`` may be deleted.
     """
-    kept = set(keep)
+    kept = kept_checkpoints(index, keep)
     roots = [
         d
         for d in index
@@ -289,13 +314,87 @@ def reachable(index: Sequence[Mapping[str, Any]], keep: Iterable[tuple[str, str]
     for doc in roots:
         needed.update(references(doc))
     for doc in index:
-        kind = doc["kind"]
-        if kind in (KIND_WRITES, KIND_WRITE_VALUE) and (doc["ns"], doc["checkpoint_id"]) in kept:
+        if doc["kind"] in WRITES_FAMILY and (doc["ns"], doc["checkpoint_id"]) in kept:
             needed.add(doc["id"])
-    for doc in index:
-        if doc["kind"] == KIND_CHUNK and doc.get("blob_id") in needed:
-            needed.add(doc["id"])
+    _add_chunks(index, needed)
     return needed
+
+
+def _add_chunks(index: Sequence[Mapping[str, Any]], needed: set[str]) -> None:
+    count = {d["id"]: d.get("chunks") for d in index if d["id"] in needed}
+    for doc in index:
+        if doc["kind"] != KIND_CHUNK or doc.get("blob_id") not in needed:
+            continue
+        chunks, n = count.get(doc["blob_id"]), chunk_number(str(doc["id"]))
+        # A chunk past its holder's count is left over from a longer value of the same id.
+        if chunks is None or n is None or n < int(chunks):
+            needed.add(doc["id"])
+
+
+@dataclass
+class Garbage:
+    """What a clean-up of one thread may remove (:func:`garbage`)."""
+
+    convert: list[Mapping[str, Any]]
+    """Removed checkpoints whose document holds a value a survivor reads: they stay as
+    ``values`` holders (no longer listed)."""
+    remove: list[Mapping[str, Any]]
+    """The other removed checkpoints, and everything only removed checkpoints reach (their
+    writes, the values only they use): deleted now."""
+    orphans: list[Mapping[str, Any]]
+    """Documents no checkpoint reaches (left by a put or a clean-up cut short), old enough
+    to be nobody's work in progress: deleted too."""
+
+    def __bool__(self) -> bool:
+        return bool(self.convert or self.remove or self.orphans)
+
+
+def garbage(
+    index: Sequence[Mapping[str, Any]],
+    keep: Iterable[tuple[str, str]],
+    *,
+    orphans_before: float | None,
+) -> Garbage:
+    """Sort a thread's documents for a clean-up that keeps the checkpoints ``keep``.
+
+    A document no stored checkpoint reaches is an *orphan*, and may be the work of a writer
+    still in progress: the chunks and blobs a put writes before its checkpoint, and (LangGraph
+    ``durability="async"``) the pending writes of a checkpoint not stored yet. An orphan is
+    removed only once its ``_ts`` is at most ``orphans_before`` (a grace period before the
+    newest write of the thread; None: any orphan) and, for pending writes, once its checkpoint
+    is older than the newest stored checkpoint of its namespace. Everything that belongs to a
+    removed checkpoint goes at once.
+    """
+    kept = kept_checkpoints(index, keep)
+    needed = reachable(index, kept)
+    stored = {(d["ns"], d["checkpoint_id"]) for d in index if d["kind"] in _CHECKPOINT_KINDS}
+    every = reachable(index, stored | kept)
+    newest: dict[str, str] = {}
+    for doc in index:
+        if doc["kind"] == KIND_CHECKPOINT and doc["checkpoint_id"] > newest.get(doc["ns"], ""):
+            newest[doc["ns"]] = doc["checkpoint_id"]
+    convert, remove, orphans = [], [], []
+    for doc in index:
+        if doc["kind"] == KIND_HEAD:
+            continue
+        if doc["id"] in needed:
+            if doc["kind"] == KIND_CHECKPOINT and (doc["ns"], doc["checkpoint_id"]) not in kept:
+                convert.append(doc)
+            continue
+        if doc["id"] in every:
+            remove.append(doc)
+            continue
+        if orphans_before is not None and float(doc.get("_ts") or 0) > orphans_before:
+            continue
+        if (
+            orphans_before is not None
+            and doc["kind"] in WRITES_FAMILY
+            and doc["ns"] in newest
+            and doc["checkpoint_id"] >= newest[doc["ns"]]
+        ):
+            continue  # the writes of a checkpoint on its way
+        orphans.append(doc)
+    return Garbage(convert, remove, orphans)
 
 
 def is_value_holder(doc: Mapping[str, Any]) -> bool:

@@ -14,6 +14,7 @@ account key.
      ├── CosmosThrottledError          429 TooManyRequests still returned after the SDK's retries
      ├── CosmosItemTooLargeError       413: an item exceeded the service's size limit
      ├── CosmosOperationError          any other error status from the service
+     ├── CosmosThreadDeletedError      the thread was deleted while a run was using it
      ├── CosmosDataError               what is stored cannot be read back as a whole checkpoint
      │    ├── CosmosMissingDocumentError   a document a checkpoint references is gone
      │    └── CosmosSchemaError            documents written by a newer version of the saver
@@ -34,6 +35,7 @@ __all__ = [
     "CosmosSaverClosedError",
     "CosmosSaverError",
     "CosmosSchemaError",
+    "CosmosThreadDeletedError",
     "CosmosThrottledError",
     "CosmosUnavailableError",
 ]
@@ -73,6 +75,11 @@ class CosmosItemTooLargeError(CosmosSaverError):
 
 class CosmosOperationError(CosmosSaverError):
     """The service answered with an error status not covered by a more specific class."""
+
+
+class CosmosThreadDeletedError(CosmosSaverError):
+    """A run stored a checkpoint on a thread that ``delete_thread`` removed while the run was
+    using it; nothing of that checkpoint was stored. Start the thread again with new input."""
 
 
 class CosmosDataError(CosmosSaverError):

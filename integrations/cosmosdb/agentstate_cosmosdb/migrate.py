@@ -37,6 +37,9 @@ __all__ = ["MigrationReport", "migrate_from_langgraph_checkpoint_cosmosdb"]
 
 SEPARATOR = "$"
 _CHECKPOINTS_SQL = "SELECT * FROM c WHERE STARTSWITH(c.id, 'checkpoint$')"
+# One thread's checkpoints: their ids start with "checkpoint$<thread>$" (the thread's
+# partitions, one per namespace; the query filters, so only matching documents are read).
+_THREAD_CHECKPOINTS_SQL = "SELECT * FROM c WHERE STARTSWITH(c.id, @prefix)"
 _WRITES_SQL = "SELECT * FROM c WHERE c.partition_key = @pk"
 
 
@@ -70,7 +73,8 @@ def migrate_from_langgraph_checkpoint_cosmosdb(
         source: The published saver's container (an ``azure.cosmos`` ``ContainerProxy``,
             for example ``published_saver.container``); only read.
         target: A :class:`~agentstate_cosmosdb.CosmosDBSaver`; its reducer is not applied.
-        thread_ids: Only these threads (default: every thread in the container).
+        thread_ids: Only these threads (default: every thread in the container); the query
+            reads only their documents.
 
     Returns:
         How many threads, checkpoints and pending writes were copied.
@@ -89,7 +93,17 @@ def migrate_from_langgraph_checkpoint_cosmosdb(
     wanted = None if thread_ids is None else {str(t) for t in thread_ids}
     report = MigrationReport()
     try:
-        docs = list(source.query_items(_CHECKPOINTS_SQL, enable_cross_partition_query=True))
+        if wanted is None:
+            docs = list(source.query_items(_CHECKPOINTS_SQL, enable_cross_partition_query=True))
+        else:
+            docs = []
+            for thread in sorted(wanted):
+                prefix = SEPARATOR.join(["checkpoint", thread, ""])
+                docs += source.query_items(
+                    _THREAD_CHECKPOINTS_SQL,
+                    parameters=[{"name": "@prefix", "value": prefix}],
+                    enable_cross_partition_query=True,
+                )
     except Exception as exc:
         raise map_sdk_error(exc, "read the published saver's checkpoints", None) from exc
     groups: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}

@@ -26,6 +26,7 @@ from typing import Any, TypeVar, Union, cast
 from langgraph.checkpoint.base import CheckpointTuple
 
 __all__ = [
+    "QUERY_PAGE_ITEMS",
     "Batch",
     "Clock",
     "Create",
@@ -50,6 +51,10 @@ __all__ = [
 
 Document = dict[str, Any]
 """A stored JSON document, as the service returns it."""
+
+QUERY_PAGE_ITEMS = 1000
+"""Items per page of a query's response (the service's default is 100): a thread's index is
+read in few requests."""
 
 
 class Outcome(enum.Enum):
@@ -105,10 +110,14 @@ class Replace:
 
 @dataclass(frozen=True)
 class Delete:
-    """Delete a document. Result: True, or False when it did not exist."""
+    """Delete a document. Result: True, or False when it did not exist.
+
+    ``etag``: only if it is still that version (inside a transactional batch only).
+    """
 
     id: str
     pk: str
+    etag: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,16 +132,20 @@ class Query:
     pk: str | None
 
 
-BatchOp = Union[Upsert, Create, Replace, Delete]  # noqa: UP007 (runtime alias)
+BatchOp = Union[Upsert, Create, Replace, Delete, Read]  # noqa: UP007 (runtime alias)
 
 
 @dataclass(frozen=True)
 class Batch:
-    """Apply write operations in one partition atomically (a transactional batch).
+    """Apply operations in one partition atomically (a transactional batch).
 
-    Result: the new etag of each operation (None for deletes), or ``Outcome.PRECONDITION_FAILED``
-    / ``Outcome.CONFLICT`` / ``Outcome.TOO_LARGE`` when the batch was refused for that reason,
-    in which case none was applied.
+    Result: the new etag of each operation (None for deletes and reads), or
+    ``Outcome.PRECONDITION_FAILED`` / ``Outcome.CONFLICT`` / ``Outcome.TOO_LARGE`` when the
+    batch was refused for that reason, in which case none was applied. A :class:`Read` in a
+    batch is an existence check: a missing document refuses the batch (404, reported as
+    ``PRECONDITION_FAILED``), so a write that references documents is applied only while they
+    all exist; a :class:`Replace` (or an etag'd :class:`Delete`) of a document another writer
+    changed refuses it too (412).
     """
 
     pk: str
@@ -291,7 +304,7 @@ def control(op: ReadContainer | CreateDatabase | CreateContainer | ReplaceContai
 
 
 def batch_bytes(ops: Sequence[BatchOp]) -> int:
-    """Approximate request size of a batch: the JSON of its documents."""
+    """Approximate request size of a batch: the JSON of its documents, and per operation."""
     docs = [op.doc for op in ops if isinstance(op, (Upsert, Create, Replace))]
     return len(json.dumps(docs, separators=(",", ":"))) + 64 * len(ops)
 
@@ -307,7 +320,12 @@ def batch_operations(ops: Sequence[BatchOp]) -> list[tuple[Any, ...]]:
         elif isinstance(op, Replace):
             out.append(("replace", (op.doc["id"], op.doc), {"if_match_etag": op.etag}))
         elif isinstance(op, Delete):
-            out.append(("delete", (op.id,)))
+            if op.etag is None:
+                out.append(("delete", (op.id,)))
+            else:
+                out.append(("delete", (op.id,), {"if_match_etag": op.etag}))
+        elif isinstance(op, Read):
+            out.append(("read", (op.id,)))
         else:  # pragma: no cover - the type forbids it
             raise TypeError(f"{type(op).__name__} cannot go in a transactional batch")
     return out

@@ -22,9 +22,9 @@ from langgraph.checkpoint.base import CheckpointTuple as Tuple
 from typing_extensions import override
 
 from agentstate_cosmosdb import ops as o
-from agentstate_cosmosdb._base import BaseCosmosDBSaver
+from agentstate_cosmosdb._base import CLOSE_WAIT_SECONDS, BaseCosmosDBSaver
 from agentstate_cosmosdb.errors import CosmosConfigurationError
-from agentstate_cosmosdb.ops import Ops, Result
+from agentstate_cosmosdb.ops import QUERY_PAGE_ITEMS, Ops, Result
 from agentstate_cosmosdb.settings import client_options, parse_connection_string
 
 if TYPE_CHECKING:
@@ -132,7 +132,14 @@ class CosmosDBSaver(BaseCosmosDBSaver):
         self._get_container()
 
     def close(self) -> None:
-        """Close the client if the saver created it; later calls raise CosmosSaverClosedError."""
+        """Close the client if the saver created it; later calls raise CosmosSaverClosedError.
+
+        Requests in flight (other threads') finish first (up to a minute); a run still using
+        the saver stops at its next storage operation with CosmosSaverClosedError, what it
+        stored intact.
+        """
+        self._begin_close()
+        self._wait_idle(CLOSE_WAIT_SECONDS)
         with self._lock:
             client = self._release_client()
         if client is not None:
@@ -196,6 +203,13 @@ class CosmosDBSaver(BaseCosmosDBSaver):
                 result = self._execute(where, step, action)
 
     def _execute(self, where: Any, step: o.Op | Sequence[o.Op], action: str) -> Result:
+        self._enter()
+        try:
+            return self._send(where, step, action)
+        finally:
+            self._leave()
+
+    def _send(self, where: Any, step: o.Op | Sequence[o.Op], action: str) -> Result:
         if not isinstance(step, (list, tuple)):
             return self._one(where, step, action)  # type: ignore[arg-type]
         if self._pool is None or len(step) < 2:
@@ -237,10 +251,18 @@ class CosmosDBSaver(BaseCosmosDBSaver):
             params = [{"name": n, "value": v} for n, v in op.parameters]
             if op.pk is None:
                 items = container.query_items(
-                    op.sql, parameters=params, enable_cross_partition_query=True
+                    op.sql,
+                    parameters=params,
+                    enable_cross_partition_query=True,
+                    max_item_count=QUERY_PAGE_ITEMS,
                 )
             else:
-                items = container.query_items(op.sql, parameters=params, partition_key=op.pk)
+                items = container.query_items(
+                    op.sql,
+                    parameters=params,
+                    partition_key=op.pk,
+                    max_item_count=QUERY_PAGE_ITEMS,
+                )
             return [dict(item) for item in items]
         if isinstance(op, o.Batch):
             operations = o.batch_operations(op.ops)
@@ -319,11 +341,15 @@ class CosmosDBSaver(BaseCosmosDBSaver):
 
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
+            CosmosThreadDeletedError: The thread was deleted (``delete_thread``) while this
+                run was using it; nothing was stored.
+            NotImplementedError: The graph has a DeltaChannel; nothing was stored.
             PruneHookError: With ``on_prune_error="raise"``, an ``on_prune`` hook of the
                 reducer failed; nothing was written.
             SummaryError: With ``on_prune_error="raise"``, the reducer's ``summarize_fn``
                 failed; nothing was written.
         """
+        self._check_storable(config, checkpoint, metadata)
         if self.message_reduction is not None:
             new_versions = dict(new_versions)
             checkpoint = self.message_reduction.apply(
@@ -346,6 +372,7 @@ class CosmosDBSaver(BaseCosmosDBSaver):
         Raises:
             CosmosSaverError: The service could not be reached or refused the request.
         """
+        self._check_writable(config)
         self._run(self._put_writes_ops(config, writes, task_id, task_path), "store pending writes")
 
     def thread_documents(self, thread_id: str) -> builtins.list[dict[str, Any]]:

@@ -22,8 +22,16 @@ logical partition, so no hot-path request crosses partitions::
                                                      checkpoint (LangGraph's special channels
                                                      -- errors, interrupts -- one document per
                                                      write: w.<digest(ns, cp, task, idx)>)
+    p.<digest(ns, cp, task, call, n)> WritesPartDoc  more writes of a task whose writes do not
+                                                     fit one document (its WritesDoc lists them)
     v.<digest(ns, cp, task, idx, ..)> WriteValueDoc  a pending-write value too big to stay in
                                                      its WritesDoc
+    m.<digest(ns, cp)>                WritesMarkDoc  "this checkpoint has pending writes":
+                                                     written in the same transactional batch as
+                                                     each writes document, so a reader that
+                                                     finds no mark skips the writes query
+    t.<digest("deleted")>             TombstoneDoc   left by delete_thread: the newest checkpoint
+                                                     id the thread had (no thread id in it)
 
 A checkpoint removed by ``prune``, ``delete_for_runs`` or ``keep_checkpoints`` while a
 surviving one still reads a value from it keeps its document with ``kind = "values"`` (no
@@ -34,8 +42,10 @@ thread id, namespace, channel and version are kept in fields, and every read che
 document's ``thread_id`` is the one asked for. Every query is parameterised.
 
 Layout versions (``schema`` in checkpoint and head documents): 1 kept every pending write of a
-checkpoint in one document and a copy of the values in the head; 2 (this one) is the layout
-above. Documents of layout 1 read as they are; newer ones are refused.
+checkpoint in one document and a copy of the values in the head; 2 kept one writes document
+per task; 3 (this one) adds the writes mark, so the latest checkpoint reads with point reads
+only when it has no pending writes (a layout-2 checkpoint is read with the writes query, as
+before). Documents of layouts 1 and 2 read as they are; newer ones are refused.
 """
 
 from __future__ import annotations
@@ -49,23 +59,29 @@ __all__ = [
     "BLOB_PREFIX",
     "CHECKPOINT_PREFIX",
     "HEAD_PREFIX",
+    "MARK_PREFIX",
     "PARTITION_KEY_PATH",
+    "PART_PREFIX",
     "SCHEMA_VERSION",
+    "TOMBSTONE_PREFIX",
     "WRITES_PREFIX",
     "WRITE_VALUE_PREFIX",
     "BlobDoc",
     "CheckpointDoc",
     "ChunkDoc",
     "HeadDoc",
+    "TombstoneDoc",
     "WriteEntry",
     "WriteValueDoc",
     "WritesDoc",
+    "WritesMarkDoc",
+    "WritesPartDoc",
 ]
 
 PARTITION_KEY_PATH = "/pk"
 """Partition key path of the checkpoint container."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Layout version written in every checkpoint and head document (``schema``).
 
 A reader refuses documents of a newer layout (:class:`~agentstate_cosmosdb.errors.
@@ -79,8 +95,25 @@ KIND_CHUNK = "chunk"
 KIND_WRITES = "writes"
 KIND_WRITE_VALUE = "write_value"
 KIND_VALUES = "values"
+KIND_WRITES_PART = "writes_part"
+KIND_WRITES_MARK = "writes_mark"
+KIND_DELETED = "deleted"
 
-Kind = Literal["head", "checkpoint", "blob", "chunk", "writes", "write_value", "values"]
+Kind = Literal[
+    "head",
+    "checkpoint",
+    "blob",
+    "chunk",
+    "writes",
+    "write_value",
+    "values",
+    "writes_part",
+    "writes_mark",
+    "deleted",
+]
+
+MARKED_SCHEMA = 3
+"""The first layout whose checkpoints have a writes mark whenever they have pending writes."""
 
 SYSTEM_FIELDS = ("_rid", "_self", "_etag", "_ts", "_attachments", "_lsn")
 """Fields the service adds to every stored document."""
@@ -192,13 +225,42 @@ class WritesDoc(_Stamped, total=False):
 
     ``special`` marks a document holding one write to a LangGraph special channel (error,
     interrupt, resume, scheduled): those replace an earlier write of the same task and index,
-    while regular writes keep the first one, as in PostgresSaver.
+    while regular writes keep the first one, as in PostgresSaver. ``parts`` names the
+    :class:`WritesPartDoc` s holding the rest of the task's writes when they do not fit one
+    document (written before it, so a reader never sees a part of them).
     """
 
     checkpoint_id: str
     task_id: str
     special: bool
     writes: list[WriteEntry]
+    parts: list[str]
+
+
+class WritesPartDoc(_Stamped):
+    """More writes of one task (``p.``), named by its :class:`WritesDoc`."""
+
+    checkpoint_id: str
+    writes: list[WriteEntry]
+
+
+class WritesMarkDoc(_Stamped):
+    """``m.``: the checkpoint has pending writes (see the module docstring)."""
+
+    checkpoint_id: str
+
+
+class TombstoneDoc(TypedDict, total=False):
+    """``t.``: what ``delete_thread`` leaves. A put whose parent checkpoint is gone, in a
+    namespace without a head, with a parent id up to ``before``, belongs to a run the thread
+    was deleted under, and is refused (:class:`~agentstate_cosmosdb.errors.
+    CosmosThreadDeletedError`)."""
+
+    id: str
+    pk: str
+    kind: str
+    before: str
+    ttl: int
 
 
 # --------------------------------------------------------------------------------------------
@@ -210,6 +272,9 @@ CHECKPOINT_PREFIX = "c."
 BLOB_PREFIX = "b."
 WRITES_PREFIX = "w."
 WRITE_VALUE_PREFIX = "v."
+PART_PREFIX = "p."
+MARK_PREFIX = "m."
+TOMBSTONE_PREFIX = "t."
 
 
 def digest(*parts: object) -> str:
@@ -250,9 +315,30 @@ def write_value_id(ns: str, checkpoint_id: str, task_id: str, idx: int, call: st
     return WRITE_VALUE_PREFIX + digest(ns, checkpoint_id, task_id, idx, call)
 
 
+def writes_part_id(ns: str, checkpoint_id: str, task_id: str, call: str, n: int) -> str:
+    """Id of the ``n``-th part of the writes one put_writes call stored for a task."""
+    return PART_PREFIX + digest(ns, checkpoint_id, task_id, call, n)
+
+
+def writes_mark_id(ns: str, checkpoint_id: str) -> str:
+    """Id of the writes mark of a checkpoint."""
+    return MARK_PREFIX + digest(ns, checkpoint_id)
+
+
+def tombstone_id() -> str:
+    """Id of the tombstone ``delete_thread`` leaves in a thread's partition."""
+    return TOMBSTONE_PREFIX + digest("deleted")
+
+
 def chunk_id(base_id: str, index: int) -> str:
     """Id of the ``index``-th continuation chunk (1-based) of a large value."""
     return f"{base_id}.{index}"
+
+
+def chunk_number(doc_id: str) -> int | None:
+    """The ``index`` of a :func:`chunk_id`, or None for an id that is not a chunk's."""
+    _, sep, tail = doc_id.rpartition(".")
+    return int(tail) if sep and tail.isdigit() else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,6 +347,12 @@ def chunk_id(base_id: str, index: int) -> str:
 
 SELECT_CHECKPOINTS_SQL = "SELECT * FROM c WHERE c.kind = 'checkpoint'"
 SELECT_TOP_CHECKPOINTS_SQL = "SELECT TOP @limit * FROM c WHERE c.kind = 'checkpoint'"
+SELECT_TOP_CHECKPOINT_KEYS_SQL = (
+    "SELECT TOP @limit c.id, c.pk, c.thread_id, c.ns, c.checkpoint_id, c.metadata_typed"
+    " FROM c WHERE c.kind = 'checkpoint'"
+)
+"""A page of checkpoints without bodies or values: what a metadata filter the query cannot
+express is evaluated on (only the matches are then read whole)."""
 WHERE_THREAD_SQL = " AND c.pk = @pk AND c.thread_id = @thread_id"
 WHERE_NS_SQL = " AND c.ns = @ns"
 WHERE_CHECKPOINT_ID_SQL = " AND c.checkpoint_id = @checkpoint_id"
@@ -276,11 +368,14 @@ SELECT_WRITES_SQL = (
 SELECT_THREAD_DOCS_SQL = "SELECT * FROM c WHERE c.pk = @pk AND c.thread_id = @thread_id"
 INDEX_FIELDS_SQL = (
     "SELECT c.id, c.kind, c.ns, c.checkpoint_id, c.parent_checkpoint_id, c.versions, c.origins,"
-    " c.inline, c.empty, c.blob_id"
+    " c.inline, c.empty, c.blob_id, c.chunks, c.metadata.parents, c._ts, c._etag"
     " FROM c WHERE c.pk = @pk AND c.thread_id = @thread_id"
 )
 SELECT_THREAD_INDEX_SQL = INDEX_FIELDS_SQL
 SELECT_NS_INDEX_SQL = INDEX_FIELDS_SQL + " AND c.ns = @ns"
+SELECT_HEAD_NAMESPACES_SQL = (
+    "SELECT c.ns, c.kind FROM c WHERE c.pk = @pk AND c.kind = 'head' AND c.thread_id = @thread_id"
+)
 SELECT_RUN_CHECKPOINTS_SQL = (
     "SELECT c.id, c.pk, c.thread_id, c.ns, c.checkpoint_id FROM c"
     " WHERE c.kind = 'checkpoint' AND ARRAY_CONTAINS(@run_ids, c.metadata.run_id)"

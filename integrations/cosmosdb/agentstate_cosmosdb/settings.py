@@ -12,6 +12,8 @@ setup from :func:`ca_bundle`, so the sync and the async saver verify certificate
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import ssl
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ from agentstate_cosmosdb.schema import PARTITION_KEY_PATH
 __all__ = [
     "ClientSettings",
     "ca_bundle",
+    "check_account_key",
     "client_options",
     "parse_connection_string",
     "resolve_settings",
@@ -115,6 +118,7 @@ def resolve_settings(
         )
     if not isinstance(endpoint, str):
         raise TypeError(f"endpoint must be a str, got {type(endpoint).__name__}")
+    given_key = credential is not None
     if credential is None:
         credential = os.environ.get(KEY_ENV) or None
     if credential is None:
@@ -122,6 +126,8 @@ def resolve_settings(
             f"no Cosmos DB credential: pass credential= (an account key or an azure-identity "
             f"TokenCredential) or set {KEY_ENV}"
         )
+    if isinstance(credential, str):
+        check_account_key(credential, "credential" if given_key else f"${KEY_ENV}")
     return ClientSettings(
         endpoint=endpoint,
         credential=credential,
@@ -174,7 +180,26 @@ def parse_connection_string(conn_str: str) -> tuple[str, str]:
             "the Cosmos DB connection string has no AccountKey= part (copy the whole primary "
             "connection string from the account's Keys page)"
         )
+    check_account_key(key, "the connection string's AccountKey")
     return endpoint, key
+
+
+def check_account_key(key: str, where: str) -> None:
+    """Refuse an account key that is not base64 (the SDK would fail at the first request
+    with binascii's "Incorrect padding"), naming where it came from and never the key.
+
+    Raises:
+        CosmosConfigurationError: ``key`` is not valid base64.
+    """
+    try:
+        base64.b64decode(key, validate=True)
+    except (binascii.Error, ValueError):
+        raise CosmosConfigurationError(
+            f"{where} is not a valid Cosmos DB account key: an account key is base64 (the "
+            "88-character primary or secondary key from the account's Keys page, ending in "
+            "'=='); check that it was copied whole, without spaces or quotes. For Microsoft "
+            "Entra ID, pass an azure-identity credential instead of a string"
+        ) from None
 
 
 def missing_container_message(settings: ClientSettings, why: str) -> str:
