@@ -350,9 +350,29 @@ class Gate:
         return [i for call in calls for i in call]
 
 
-def _overlap(reducer: MessageReducer, gate: Gate, first: Any, second: Any) -> tuple[Any, Any]:
-    """Run ``first`` until its hook call is under way, start ``second``, give it time to
-    meet the claimed messages, release the hook; return both outcomes (result or error)."""
+def _blocked_in_wait(thread: threading.Thread, timeout: float = 10.0) -> bool:
+    """Whether ``thread`` comes to block in the driver's wait for another reduce's claim
+    (its stack holds ``Signal.wait``), within ``timeout`` seconds."""
+    import sys
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        frame = sys._current_frames().get(thread.ident or -1)
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == "wait" and code.co_filename.endswith("_calls.py"):
+                return True
+            frame = frame.f_back
+        time.sleep(0.005)
+    return False
+
+
+def _overlap(
+    reducer: MessageReducer, gate: Gate, first: Any, second: Any, *, hang: bool = False
+) -> tuple[Any, Any]:
+    """Run ``first`` until its hook call is under way, start ``second`` and let it block on
+    the claimed messages, release the hook (with ``hang``, only once ``second`` has given
+    up waiting); return both outcomes (result or error)."""
     out: dict[str, Any] = {}
 
     def run(name: str, work: Any) -> None:
@@ -366,7 +386,9 @@ def _overlap(reducer: MessageReducer, gate: Gate, first: Any, second: Any) -> tu
     assert gate.entered.wait(5)
     b = threading.Thread(target=run, args=("second", second))
     b.start()
-    time.sleep(0.2)
+    assert _blocked_in_wait(b), "the second reduce never waited for the claim"
+    if hang:  # the hook hangs past the wait: the second reduce gives up first
+        b.join(10)
     gate.release.set()
     a.join(10)
     b.join(10)
@@ -461,6 +483,7 @@ def test_a_hook_that_hangs_does_not_hang_the_overlapping_reduce(on_prune_error: 
         gate,
         lambda: reducer.reduce(history, on_prune_error="keep"),
         lambda: reducer.reduce(history, on_prune_error=on_prune_error),
+        hang=True,
     )
     assert first.pruned == history[:4] and first.hook_error is None
     if on_prune_error == "raise":
