@@ -196,6 +196,14 @@ class ReducerConfig:
             ``[Summarize()]`` when ``summarize_fn`` is set.
         mode: ``"reduce"`` (default), or ``"validate"``: change nothing and report
             problems on ``ReducerResult.problems``.
+        format: The lists' wire format, when it should not be told from each list (see
+            :mod:`agentstate_reducer.messages.detect`): ``"chat"`` (Chat Completions and
+            LangChain, also ``"langchain"`` and ``"duck"``), ``"anthropic"``,
+            ``"responses"``, ``"gemini"``, ``"bedrock"`` or ``"llama_index"``. None (the
+            default) recognises each list's format from its messages; a list of plain text
+            messages, which read the same in several formats, is read as Chat: name the
+            format to have its rules kept there (Anthropic's alternating roles, say). Every
+            message must fit the format named (else ``TypeError``).
 
     The keywords ``namespace_key``, ``dedupe_on_prune``, ``dedupe_window``,
     ``on_prune_error``, ``max_pending_handoff`` and ``retry_backoff`` are deprecated: each
@@ -228,6 +236,7 @@ class ReducerConfig:
     keep_groups: int = field(default=0, kw_only=True)
     policy: Sequence[ReductionStep] | None = field(default=None, kw_only=True)
     mode: Mode = field(default="reduce", kw_only=True)
+    format: str | None = field(default=None, kw_only=True)
 
     # Written out (not generated) to take the keywords Handoff replaced; the defaults are
     # the fields' (tests/test_config.py checks they agree).
@@ -252,6 +261,7 @@ class ReducerConfig:
         keep_groups: int = 0,
         policy: Sequence[ReductionStep] | None = None,
         mode: Mode = "reduce",
+        format: str | None = None,
         namespace_key: str | _Unset = _UNSET,
         dedupe_on_prune: bool | _Unset = _UNSET,
         dedupe_window: int | _Unset = _UNSET,
@@ -286,6 +296,7 @@ class ReducerConfig:
             "keep_groups": keep_groups,
             "policy": policy,
             "mode": mode,
+            "format": format,
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -364,6 +375,9 @@ class ReducerConfig:
                 )
         check_int("keep_groups", self.keep_groups, minimum=0)
         check_choice("mode", self.mode, ("reduce", "validate"))
+        from .messages import FORMATS
+
+        check_choice("format", self.format, tuple(FORMATS), allow_none=True)
         from .steps.policy import check_policy
 
         check_policy(

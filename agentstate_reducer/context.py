@@ -246,7 +246,8 @@ class ReduceContext:
             )
         block = list(messages)
         views = [view_of(message, f"inserted messages[{i}]") for i, message in enumerate(block)]
-        unpaired = [p for p in find_problems(views) if p.kind in (ORPHAN_RESULT, DANGLING_CALL)]
+        problems = find_problems(views, format=self.state.format)
+        unpaired = [p for p in problems if p.kind in (ORPHAN_RESULT, DANGLING_CALL)]
         if unpaired:
             first = unpaired[0]
             raise ValueError(
@@ -349,9 +350,9 @@ class ReduceContext:
     def _hold_room(self, room: int) -> None:
         """Put a placeholder block of ``room`` (tokens, or its messages in count mode)
         where the block will go, so the steps after this one plan with it."""
-        self._placeholder = self.summaries.placeholder(self._messages)
-        self._placeholder_tokens = room
         at = self._block_position()
+        self._placeholder = self.summaries.placeholder(self._messages, at, self.state.format)
+        self._placeholder_tokens = room
         self._messages = self._messages[:at] + self._placeholder + self._messages[at:]
 
     def _block_position(self) -> int:
@@ -515,7 +516,7 @@ class ReduceContext:
         elif text is None:
             block = request.folded  # nothing new to say: the old summary stays
         else:
-            block = self.summaries.block(text, request, self._messages)
+            block = self.summaries.block(text, request, self._messages, self.state.format)
             self.summary_messages = block
             if len(block) == 1:
                 self.summaries.remember_latest(namespace_key(self.namespace), block[0])
@@ -524,8 +525,11 @@ class ReduceContext:
         self._rebuild()
 
     def _rebuild(self) -> None:
-        """Plan afresh: a block inserted mid-list has no place in the incremental state."""
+        """Plan afresh: a block inserted mid-list has no place in the incremental state.
+        The list keeps the format it was read in (pruning may have left only messages that
+        several formats read alike)."""
         state = PlanState(self.limits)
+        state.formats = self.state.formats
         views, tokens = self.reader.read(self._messages, lambda i: f"messages[{i}]")
         state.extend(views, tokens)
         if self._placeholder and tokens is not None:

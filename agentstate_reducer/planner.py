@@ -35,26 +35,59 @@ grows by a turn and is pruned from the front costs work in proportion to what wa
 and what was pruned, not to the whole window. Positions carry sequence numbers that only
 grow, so tool links survive the compaction that pruning does.
 
-A tool result is linked to the ai message whose call has its id. A legacy function call has
-no id: its key (:func:`~agentstate_reducer.messages.function_call_key`) names the function,
-and a function result is linked to the newest unanswered call of that name, which it then
-answers, so a function called again in a later turn pairs with its own result, and a
-second result of one call answers nothing.
+A tool result is linked to the ai message whose call has its id; a message may hold several
+results (an Anthropic, Bedrock or Gemini user message), linked by the first it answers. A
+call without an id (a legacy function call, a Gemini function call) has a key
+(:func:`~agentstate_reducer.messages.function_call_key`) that names the function, and a
+result of that name is linked to the newest unanswered call of that name, which it then
+answers, so a function called again in a later turn pairs with its own result, a second
+result of one call answers nothing, and a message that calls one function twice waits for
+two results.
+
+Format rules the plan keeps (see :mod:`agentstate_reducer.messages`):
+
+* the items of one model turn (Responses API: reasoning, assistant messages, calls; views
+  with ``joins``) are linked to the first of their run and leave together, with the
+  outputs of their calls;
+* a human message that also holds tool results leaves only with its call; when it is the
+  newest question, its whole group stays;
+* in formats whose roles alternate (``alternates``: Anthropic, Bedrock, Gemini), a window
+  end is valid only if the survivors still alternate where pruning joins them and the
+  list still starts with the user; a summarising prune's block is placed between the kept
+  first message and the rest (one message of the side that fits, see
+  :func:`~agentstate_reducer.messages.block_sides`), so ends where one message fits are
+  preferred, and ends where it takes two are used only when no other end is valid.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, TypeVar
 
-from .messages import AI, FUNCTION, HUMAN, SYSTEM, TOOL, MessageView
+from .messages import (
+    AI,
+    ANY_FORMAT,
+    FUNCTION_CALL_KEY_PREFIX,
+    HUMAN,
+    SYSTEM,
+    TOOL,
+    MessageFormat,
+    MessageView,
+    combine,
+    format_named,
+    format_of_mask,
+)
+from .messages.chat import CHAT_FORMAT
 
 if TYPE_CHECKING:
     from .config import ReducerConfig
 
 _NO_LINK = -1
+_FORMATS_OF = attrgetter("formats")
 _T = TypeVar("_T")
 #: Roles of the message ``preserve_first="system"`` keeps at index 0.
 _INSTRUCTION_ROLES = (SYSTEM, "developer")
@@ -77,6 +110,8 @@ class PlanLimits:
     target_tokens: int | None = None
     start_on_human: bool = False
     keep_groups: int = 0
+    format: str | None = None
+    """The wire format ``ReducerConfig(format=...)`` names; None: told from each list."""
 
     @classmethod
     def from_config(cls, config: ReducerConfig) -> PlanLimits:
@@ -90,6 +125,7 @@ class PlanLimits:
             target_tokens=config.history_target_tokens,
             start_on_human=config.start_on_human,
             keep_groups=config.keep_groups,
+            format=config.format,
         )
 
     def may_prune(self, length: int) -> bool:
@@ -110,13 +146,19 @@ class PlanState:
     __slots__ = (
         "_caller_of_call",
         "_caller_seq",
+        "_forced",
+        "_format_mask",
         "_human_seqs",
         "_last_result",
         "_limits",
+        "_named_calls",
         "_next_seq",
         "_prunable",
         "_seq",
         "_start",
+        "alternates",
+        "format",
+        "formats",
         "tokens",
         "total",
         "views",
@@ -125,31 +167,77 @@ class PlanState:
     def __init__(self, limits: PlanLimits) -> None:
         self._limits = limits
         self._start = 1 if limits.preserve_first is True else 0
+        self._forced = None if limits.format is None else format_named(limits.format)
+        self.format: MessageFormat = self._forced or CHAT_FORMAT
+        """The list's format (its rules: alternating roles, where results go)."""
+        self.alternates = self.format.alternates
+        """The list's roles must alternate (its format's rule): window ends keep that."""
+        self.formats = ANY_FORMAT
+        """The formats every message of the list fits."""
+        self._format_mask = ANY_FORMAT  # the formats ``format`` was told from
         self.views: list[MessageView] = []
         self.tokens: list[int] = []
         self.total = 0
         self._prunable: list[bool] = []
         self._seq: list[int] = []
-        # For a linked tool result: the sequence number of its (prunable) caller.
+        # For a linked member of a group (a tool result, a later item of a model turn, a
+        # human message holding results): the sequence number of the group's first
+        # (prunable) message, its anchor.
         self._caller_seq: list[int] = []
         self._next_seq = 0
-        # call id or function-call key -> caller's seq; a function-call key is removed
-        # once answered (one call, one result).
+        # call id -> anchor seq of the group that makes the call.
         self._caller_of_call: dict[str, int] = {}
-        self._last_result: dict[int, int] = {}  # caller's seq -> seq of its last result
+        # function-call key (a call without an id) -> [anchor seq, calls of that name still
+        # unanswered]: removed once answered (one call, one result).
+        self._named_calls: dict[str, list[int]] = {}
+        self._last_result: dict[int, int] = {}  # anchor seq -> seq of its last member
         self._human_seqs: list[int] = []  # where each user turn starts, oldest first
 
     def __len__(self) -> int:
         return len(self.views)
 
-    def extend(self, views: Sequence[MessageView], tokens: Sequence[int] | None = None) -> None:
-        """Append messages (oldest first) with their token counts (token mode)."""
+    def extend(
+        self,
+        views: Sequence[MessageView],
+        tokens: Sequence[int] | None = None,
+        where: Callable[[int], str] | None = None,
+    ) -> None:
+        """Append messages (oldest first) with their token counts (token mode).
+
+        Args:
+            views: Their views.
+            tokens: Their token counts (token mode).
+            where: How an error names ``views[i]`` (``where(i)``; a negative ``i`` names a
+                message the state already holds); ``messages[i]`` by default.
+
+        Raises:
+            TypeError: A message is of another format than the list's (or than the format
+                the limits name): the error names it and one of the list's.
+        """
         position = len(self.views)
+        if where is None:
+
+            def where(index: int) -> str:
+                return f"messages[{position + index}]"
+
+        mask = self.formats
+        for formats in set(map(_FORMATS_OF, views)):
+            mask &= formats
+        if not mask or (self._forced is not None and not mask & self._forced.bit):
+            # A message of another format (combine says which two, and raises).
+            combine(views, where, mask=self.formats, forced=self._forced, earlier=self.views)
+        self.formats = mask
+        if self._forced is None and mask != self._format_mask:
+            self._format_mask = mask
+            self.format = format_of_mask(mask)
+            self.alternates = self.format.alternates
         if position == 0 and views and self._limits.preserve_first == "system":
             self._start = 1 if views[0].role in _INSTRUCTION_ROLES else 0
         start = self._start
         cascade = self._limits.cascade
         caller_of_call = self._caller_of_call
+        all_views = self.views
+        all_views.extend(views)
         for offset, view in enumerate(views):
             seq = self._next_seq
             self._next_seq += 1
@@ -159,29 +247,71 @@ class PlanState:
             if view.summary:
                 pass  # kept, and folded by a summarising prune; not a user turn
             elif role in (HUMAN, AI):
-                prunable = position + offset >= start
+                at = position + offset
+                prunable = at >= start
                 if role == HUMAN:
                     self._human_seqs.append(seq)
-                if role == AI and prunable and cascade:
+                elif prunable and cascade:
+                    if view.joins and at > start and self._prunable[at - 1]:
+                        before = all_views[at - 1]
+                        if before.joins and not before.summary:
+                            # The next item of a model turn: one group with the run.
+                            anchor = self._caller_seq[at - 1]
+                            caller = self._seq[at - 1] if anchor == _NO_LINK else anchor
+                            self._last_result[caller] = seq
+                    anchor = seq if caller == _NO_LINK else caller
                     for call_id in view.call_ids:
-                        caller_of_call[call_id] = seq
-            elif role in (TOOL, FUNCTION) and cascade and view.result_for is not None:
-                found = (
-                    caller_of_call.get(view.result_for)
-                    if role == TOOL
-                    else caller_of_call.pop(view.result_for, None)
-                )
+                        if call_id.startswith(FUNCTION_CALL_KEY_PREFIX):
+                            self._name_call(call_id, anchor, view.call_ids)
+                        else:
+                            caller_of_call[call_id] = anchor
+            answers = view.results_for if role != AI else ()
+            if answers and cascade and caller == _NO_LINK and not view.summary:
+                # One result answering a call by its id: the common case, looked up here.
+                found = caller_of_call.get(answers[0]) if len(answers) == 1 else None
+                if found is None:
+                    found = self._answer(answers)
                 if found is not None:
                     caller = found
-                    prunable = True
+                    if role not in (HUMAN, AI):
+                        prunable = True
                     self._last_result[found] = seq
             self._prunable.append(prunable)
             self._seq.append(seq)
             self._caller_seq.append(caller)
-        self.views.extend(views)
         if tokens is not None:
             self.tokens.extend(tokens)
             self.total += sum(tokens)
+
+    def _name_call(self, key: str, anchor: int, keys: tuple[str, ...]) -> None:
+        """Register the calls of ``key`` a message makes (a newer message's call of a name
+        supersedes an older one's that is still unanswered)."""
+        entry = self._named_calls.get(key)
+        if entry is not None and entry[0] == anchor:
+            return  # counted already, with every call of that name in ``keys``
+        self._named_calls[key] = [anchor, keys.count(key)]
+
+    def _answer(self, keys: tuple[str, ...]) -> int | None:
+        """The anchor seq of the group whose calls a message with results for ``keys``
+        answers (the first found), consuming the calls of a name it answers."""
+        found: int | None = None
+        for key in keys:
+            if key.startswith(FUNCTION_CALL_KEY_PREFIX):
+                entry = self._named_calls.get(key)
+                if entry is None:
+                    continue
+                anchor = entry[0]
+                entry[1] -= 1
+                if entry[1] <= 0:
+                    del self._named_calls[key]
+            else:
+                got = self._caller_of_call.get(key)
+                if got is None:
+                    continue
+                anchor = got
+            if found is None:
+                found = anchor
+        return found
 
     def over_limit(self) -> bool:
         """Whether the list is over the limit that starts pruning."""
@@ -216,21 +346,92 @@ class PlanState:
         limits = self._limits
         size = len(self.views)
         bound = min(size - 1, self._kept_turns_start())
-        if limits.max_tokens is not None:
-            target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
-            latest = self._last_valid_end(bound)
+        if limits.max_tokens is None:
+            bound = min(size - max(limits.min_messages - reserve, 0), bound)
+        for allowed in self._alternation(block=fold):
+            latest = self._last_valid_end(bound, allowed)
             if latest is None:
-                return None
-            return self._first_fitting_end(latest, target - reserve, fold=fold)
-        return self._last_valid_end(min(size - max(limits.min_messages - reserve, 0), bound))
+                continue
+            if limits.max_tokens is None:
+                return latest
+            target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
+            return self._first_fitting_end(latest, target - reserve, fold=fold, allowed=allowed)
+        return None
+
+    def _alternation(self, *, block: bool) -> list[list[bool] | None]:
+        """The window ends each try allows, most preferred first: any end (None) when the
+        list's roles need not alternate; else the ends that keep them alternating, first
+        those where a summary block (``block``) is one message, then those where it is
+        two."""
+        if not self.alternates:
+            return [None]
+        if not block:
+            return [self._alternating_ends("strict")]
+        return [self._alternating_ends("single"), self._alternating_ends("adaptive")]
+
+    def _alternating_ends(self, mode: str) -> list[bool]:
+        """For each end ``e``, whether pruning the window ``[start, e)`` keeps the roles
+        alternating wherever it joins two messages, and the list starting with the user.
+
+        ``mode``: ``strict`` (no block is inserted), ``single`` (a summary block goes after
+        the kept first message and must fit there as one message: its neighbours have the
+        same side, or there is none before it and an assistant message after it) or
+        ``adaptive`` (the block fits anywhere: one message or two). Summary blocks are
+        folded by a summarising prune, so in those modes they neither stay nor count.
+        """
+        views = self.views
+        size = len(views)
+        start = self._start
+        block = mode != "strict"
+        sides: list[str | None] = []
+        for view in views:
+            if block and view.summary:
+                sides.append(None)
+            else:
+                sides.append(_SIDES.get(view.role))
+        after: list[str | None] = [None] * (size + 1)
+        for position in range(size - 1, -1, -1):
+            after[position] = sides[position] or after[position + 1]
+        last: str | None = None
+        for position in range(start):
+            last = sides[position] or last
+        pinned = self._pinned()
+        anchor = self._pinned_anchor()
+        allowed = [False] * (size + 1)
+        prefix_ok = True
+        removed = False
+        at_head = True
+        for end in range(start, size + 1):
+            allowed[end] = prefix_ok and _seam(last, after[end], removed, at_head and block, mode)
+            if end == size:
+                break
+            if self._goes(end, pinned, anchor) or (block and views[end].summary):
+                removed = True
+            elif sides[end] is not None:
+                side = sides[end]
+                prefix_ok = prefix_ok and _seam(last, side, removed, at_head and block, mode)
+                last, removed, at_head = side, False, False
+        return allowed
 
     def _pinned(self) -> int:
         """The sequence number of the newest human message (never pruned), or -1."""
         humans = self._human_seqs
         return humans[-1] if humans else _NO_LINK
 
-    def _goes(self, position: int, pinned: int) -> bool:
-        return self._prunable[position] and self._seq[position] != pinned
+    def _pinned_anchor(self) -> int:
+        """The anchor of the newest human message's group, when it holds tool results
+        (its call and the other results stay with it), else -1."""
+        pinned = self._pinned()
+        if pinned == _NO_LINK:
+            return _NO_LINK
+        return self._caller_seq[bisect_left(self._seq, pinned)]
+
+    def _goes(self, position: int, pinned: int, anchor: int = _NO_LINK) -> bool:
+        if not self._prunable[position] or self._seq[position] == pinned:
+            return False
+        return anchor == _NO_LINK or (
+            self._seq[position] != anchor and self._caller_seq[position] != anchor
+        )
 
     def _kept_turns_start(self) -> int:
         """The position of the oldest of the ``keep_groups`` newest turns (or the end)."""
@@ -251,24 +452,27 @@ class PlanState:
         first message, or a tool result linked to its call; never the newest human
         message, a summary block, or a message of the newest ``keep_groups`` turns."""
         return (
-            self._goes(position, self._pinned())
+            self._goes(position, self._pinned(), self._pinned_anchor())
             and position < self._kept_turns_start()
             and not self._awaits_results(position)
         )
 
     def _awaits_results(self, position: int) -> bool:
-        """Whether ``position`` is an ai message with calls still unanswered and nothing
-        after it but its own results: its tool calls are running, and their results, when
-        they come, would answer nothing if it left now (the plan never prunes it either,
-        as the window never passes the newest message)."""
-        view = self.views[position]
-        if view.role != AI or not view.call_ids:
+        """Whether ``position`` is an ai message of a group with calls still unanswered
+        and nothing after it but members of its group: its tool calls are running, and
+        their results, when they come, would answer nothing if it left now (the plan never
+        prunes it either, as the window never passes the newest message)."""
+        views = self.views
+        if views[position].role != AI:
             return False
         group = self.group_of(position)
-        if any(p not in group for p in range(position, len(self.views))):
+        if any(p not in group for p in range(position, len(views))):
             return False
-        answered = {self.views[p].result_for for p in group[1:]}
-        return not set(view.call_ids) <= answered
+        calls = Counter(c for p in group if views[p].role == AI for c in views[p].call_ids)
+        if not calls:
+            return False
+        answered = Counter(r for p in group for r in views[p].results_for)
+        return bool(calls - answered)
 
     def why_kept(self, position: int) -> str:
         """Why :meth:`can_drop` is False for ``position`` (for error messages)."""
@@ -279,6 +483,10 @@ class PlanState:
             return "the summary block (a summarising drop folds it instead)"
         if self._seq[position] == self._pinned():
             return "the newest human message (the question being answered)"
+        if self._prunable[position] and not self._goes(
+            position, self._pinned(), self._pinned_anchor()
+        ):
+            return "in the group of the newest human message, which holds tool results"
         if self._prunable[position] and position >= self._kept_turns_start():
             return "in the newest keep_groups turns"
         if self._prunable[position] and self._awaits_results(position):
@@ -331,8 +539,8 @@ class PlanState:
 
     def pruned_positions(self, end: int) -> list[int]:
         """The positions a window ending at ``end`` prunes, ascending."""
-        pinned = self._pinned()
-        return [p for p in range(self._start, end) if self._goes(p, pinned)]
+        pinned, anchor = self._pinned(), self._pinned_anchor()
+        return [p for p in range(self._start, end) if self._goes(p, pinned, anchor)]
 
     def summary_positions(self, end: int) -> list[int]:
         """The summary blocks before ``end`` (after the kept first message), ascending."""
@@ -342,8 +550,8 @@ class PlanState:
     def kept_in_window(self, end: int) -> list[int]:
         """The positions before ``end`` that a window ending there keeps (never prunable,
         and the newest human message)."""
-        pinned = self._pinned()
-        return [p for p in range(self._start, end) if not self._goes(p, pinned)]
+        pinned, anchor = self._pinned(), self._pinned_anchor()
+        return [p for p in range(self._start, end) if not self._goes(p, pinned, anchor)]
 
     def prune(self, end: int) -> None:
         """Drop the prunable positions before ``end``, as :meth:`pruned_positions` lists."""
@@ -372,7 +580,12 @@ class PlanState:
     def replace(self, position: int, view: MessageView, tokens: int = 0) -> None:
         """Swap in a message whose content changed (same role, id and tool calls)."""
         old = self.views[position]
-        if (old.role, old.call_ids, old.result_for) != (view.role, view.call_ids, view.result_for):
+        if (old.role, old.call_ids, old.results_for, old.joins) != (
+            view.role,
+            view.call_ids,
+            view.results_for,
+            view.joins,
+        ):
             raise ValueError(f"position {position}: a replacement must keep role and tool links")
         self.views[position] = view
         if self.tokens:
@@ -380,19 +593,28 @@ class PlanState:
             self.tokens[position] = tokens
 
     def _forget(self, position: int) -> None:
-        view = self.views[position]
         seq = self._seq[position]
-        for call_id in view.call_ids:
-            if self._caller_of_call.get(call_id) == seq:
-                del self._caller_of_call[call_id]
+        calls = self.views[position].call_ids
+        if calls:
+            anchor = self._caller_seq[position]
+            anchor = seq if anchor == _NO_LINK else anchor
+            named = self._named_calls
+            for call_id in calls:
+                if self._caller_of_call.get(call_id) == anchor:
+                    del self._caller_of_call[call_id]
+                if named:
+                    entry = named.get(call_id)
+                    if entry is not None and entry[0] == anchor:
+                        del named[call_id]
         self._last_result.pop(seq, None)
 
-    def _last_valid_end(self, bound: int) -> int | None:
-        """The largest end <= ``bound`` that splits no tool group, if above ``start``.
+    def _last_valid_end(self, bound: int, allowed: list[bool] | None = None) -> int | None:
+        """The largest end <= ``bound`` that splits no group (and that ``allowed`` allows,
+        when given), if above ``start``.
 
-        An end ``e`` is valid when every linked tool result at ``e`` or later has its
-        caller at ``e`` or later: scanning down from the newest message, keep the lowest
-        caller seen and stop at the first position not past it.
+        An end ``e`` splits no group when every linked member at ``e`` or later has its
+        anchor at ``e`` or later: scanning down from the newest message, keep the lowest
+        anchor seen and stop at the first position not past it.
         """
         seq = self._seq
         caller_seq = self._caller_seq
@@ -409,11 +631,19 @@ class PlanState:
                 position <= bound
                 and lowest_caller >= seq[position]
                 and (not on_human or views[position].role == HUMAN or seq[position] > pinned)
+                and (allowed is None or allowed[position])
             ):
                 return position
         return None
 
-    def _first_fitting_end(self, latest: int, target: int, *, fold: bool = False) -> int:
+    def _first_fitting_end(
+        self,
+        latest: int,
+        target: int,
+        *,
+        fold: bool = False,
+        allowed: list[bool] | None = None,
+    ) -> int:
         """The smallest valid end whose survivors fit ``target``; ``latest`` if none does."""
         seq = self._seq
         tokens = self.tokens
@@ -421,11 +651,12 @@ class PlanState:
         surviving = self.total
         on_human = self._limits.start_on_human
         pinned = self._pinned()
+        anchor = self._pinned_anchor()
         views = self.views
-        reach = _NO_LINK  # the furthest result seq of any ai message inside the window
+        reach = _NO_LINK  # the furthest member seq of any group anchored inside the window
         for end in range(self._start + 1, latest + 1):
             before = end - 1
-            if self._goes(before, pinned):
+            if self._goes(before, pinned, anchor):
                 surviving -= tokens[before]
                 result = last_result.get(seq[before], _NO_LINK)
                 if result > reach:
@@ -436,9 +667,32 @@ class PlanState:
                 surviving <= target
                 and reach < seq[end]
                 and (not on_human or views[end].role == HUMAN or seq[end] > pinned)
+                and (allowed is None or allowed[end])
             ):
                 return end
         return latest
+
+
+#: The side of each role in a list whose roles alternate: a results-only user message is
+#: the user's (Anthropic, Bedrock, Gemini send results as user messages).
+_SIDES = {HUMAN: HUMAN, TOOL: HUMAN, AI: AI}
+
+
+def _seam(before: str | None, after: str | None, removed: bool, block: bool, mode: str) -> bool:
+    """Whether survivors of sides ``before`` and ``after`` may be neighbours: always when
+    nothing was removed between them (the list was so) or nothing follows; where the
+    summary block goes (``block``), when one message fits (``single``) or always
+    (``adaptive``); elsewhere when the sides differ, or, at the start, when the first is
+    the user's."""
+    if after is None:
+        return True
+    if block:
+        if mode == "adaptive":
+            return True
+        return before == after or (before is None and after == AI)
+    if not removed:
+        return True
+    return after == HUMAN if before is None else before != after
 
 
 def _compact(values: list[_T], start: int, kept: list[int], end: int) -> list[_T]:

@@ -222,6 +222,8 @@ class MessageReducer:
         combined = _as_list(messages, "messages")
         views, tokens = self._reader.read(combined, lambda i: f"messages[{i}]")
         total = sum(tokens) if tokens is not None else None
+        state = PlanState(self._limits)
+        state.extend(views)  # the list's format (a mix of formats raises here)
         return ReducerResult(
             surviving=combined,
             pruned=[],
@@ -230,6 +232,7 @@ class MessageReducer:
                 total_tokens=total,
                 max_tokens=self._config.history_max_tokens,
                 max_messages=self._config.max_messages,
+                format=state.format,
             ),
             tokens_before=total or 0,
             tokens_after=total or 0,
@@ -473,7 +476,7 @@ class MessageReducer:
         mode = self._on_error(on_prune_error)
         state, known = self._plans.resume(combined)
         views, tokens = self._reader.read(combined[known:], lambda i: where(known + i))
-        state.extend(views, tokens)
+        state.extend(views, tokens, lambda i: where(known + i))
         if not state.over_limit():
             self._plans.remember(state, combined)
             if self._delivery.has_pending:

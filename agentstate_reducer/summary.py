@@ -1,17 +1,24 @@
 """Running-summary blocks: what they look like, how they are marked, and their ids.
 
 A summarising prune replaces the pruned messages, and the summary block already in the
-list, with one new block: by default a single human message whose text is
-:data:`~agentstate_reducer.messages.SUMMARY_HEADER` followed by the summary, in the kind of
-message the list holds (LangChain messages in a LangChain list, dicts with the list's own
-keys and role names in a dict list, LangChain's serialised form in a serialised list).
+list, with one new block: by default a single message whose text is
+:data:`~agentstate_reducer.messages.SUMMARY_HEADER` followed by the summary, in the list's
+own format and kind of message (LangChain messages in a LangChain list, dicts with the
+list's own keys and role names in a dict list, LangChain's serialised form in a serialised
+list, a ``types.Content`` among google-genai objects, a ``ChatMessage`` among llama-index
+ones, ...). It is a user message, except in formats whose roles alternate (Anthropic,
+Bedrock, Gemini): there its role differs from its neighbours' (an assistant message after
+a kept first user message), and where no single role does, the block is two messages, the
+summary and a marked filler of the other role (see
+:func:`~agentstate_reducer.messages.block_sides`).
 
 Marking: every summary message carries LangChain's marker for messages the harness added,
 ``lc_source = "summarization"`` (in ``additional_kwargs`` for LangChain messages and the
 serialised form, as a top-level key in LangChain-shaped dicts, which
-``convert_to_messages`` moves into ``additional_kwargs``), except plain OpenAI-format
-dicts, which providers reject with unknown keys: there the header line is the mark. UIs
-and later reduces recognise summaries by :func:`~agentstate_reducer.messages.is_summary`.
+``convert_to_messages`` moves into ``additional_kwargs``), except in formats a provider
+receives as they are, which reject unknown keys (plain OpenAI-format dicts, Anthropic,
+Responses, Gemini, Bedrock, llama-index): there the header line is the mark. UIs and later
+reduces recognise summaries by :func:`~agentstate_reducer.messages.is_summary`.
 
 Ids are derived from what was summarised (:func:`summary_id`), so replaying the same
 reduce (LangGraph's ``get_state``, a resume after ``interrupt()``) gives the same ids.
@@ -39,15 +46,20 @@ from .messages import (
     HUMAN,
     SUMMARY_HEADER,
     SUMMARY_SOURCE,
+    MessageFormat,
     content_of,
+    detect,
     fingerprint,
     id_of,
     is_serialized,
     is_summary,
-    raw_role_of,
-    role_of,
+    read_view,
+    reader_of,
+    slots_of,
     with_id,
+    with_slots,
 )
+from .messages.chat import ChatFormat
 
 logger = logging.getLogger("agentstate_reducer.reducer")
 
@@ -102,11 +114,25 @@ def mark_summary(message: Any) -> Any:
     key (which ``convert_to_messages`` moves into ``additional_kwargs``). A plain
     OpenAI-format dict sent to a provider as it is should not carry that key: start its
     text with :data:`~agentstate_reducer.messages.SUMMARY_HEADER` instead, which marks it
-    as well (then it is returned unchanged).
+    as well (then it is returned unchanged). A message of a format without a metadata slot
+    a provider accepts (Anthropic, Responses, Gemini, Bedrock, llama-index) gets the header
+    line in front of its first text.
 
     Raises:
-        TypeError: ``message`` is another kind of object.
+        TypeError: ``message`` is another kind of object, or a message of such a format
+            without text.
     """
+    fmt = reader_of(message)
+    if not isinstance(fmt, ChatFormat):
+        if is_summary(message):
+            return message
+        texts = [slot for slot in slots_of(message) if slot.kind == "text"]
+        if not texts:
+            raise TypeError(
+                f"cannot mark a {fmt.name} message without text as a summary: its format has "
+                f"no metadata slot, so a summary is marked by its first line, {SUMMARY_HEADER!r}"
+            )
+        return with_slots(message, {texts[0].path: SUMMARY_HEADER + texts[0].text})
     if isinstance(message, Mapping):
         if is_summary(message):
             return message
@@ -133,92 +159,48 @@ BlockBuilder = Callable[[str, str], list[Any]]
 """``(summary, block_id) -> block``: how the reducer builds a block in a list's kind."""
 
 
-def default_summary_builder(messages: Sequence[Any]) -> BlockBuilder:
-    """A builder of the one-message summary block in the kind ``messages`` hold.
+def default_summary_builder(
+    messages: Sequence[Any], position: int = 0, format: MessageFormat | None = None
+) -> BlockBuilder:
+    """A builder of the summary block in the format and kind ``messages`` hold, for a block
+    placed before ``messages[position]`` (see each format's
+    :meth:`~agentstate_reducer.messages.MessageFormat.summary_block`: in formats whose roles
+    alternate, the block's role fits its neighbours).
+
+    Args:
+        messages: The list the block goes into.
+        position: Where it goes.
+        format: The list's format (default: told from ``messages``).
 
     Raises:
-        TypeError: The list holds objects the reducer cannot construct.
+        TypeError: The list holds objects the reducer cannot construct, or mixes formats.
     """
-    sample = _sample(messages)
-    if sample is None:
-        return _dict_builder(role_key="role", human="user", with_id=False, marked=False)
-    if _is_langchain(sample):
-        return _langchain_builder
-    if isinstance(sample, Mapping):
-        if is_serialized(sample):
-            return _serialized_builder
-        role_key = "role" if "role" in sample else "type"
-        return _dict_builder(
-            role_key=role_key,
-            human=_human_name(messages, role_key),
-            with_id="id" in sample,
-            # OpenAI-format dicts go to providers as they are: no extra key there.
-            marked=role_key == "type",
-        )
-    raise TypeError(
-        f"inject_summary cannot build a summary message for a list of "
-        f"{type(sample).__name__} objects; pass summary_message_factory=(summary, "
-        "pruned_count) -> [messages] to ReducerConfig (mark them with mark_summary)"
-    )
+    fmt = format if format is not None else detect(messages)
+    before, after = _sides_around(messages, position)
 
-
-def _is_langchain(message: Any) -> bool:
-    return any(cls.__module__.startswith("langchain_core.") for cls in type(message).__mro__)
-
-
-def _sample(messages: Sequence[Any]) -> Any:
-    fallback = None
-    for message in messages:
-        if fallback is None:
-            fallback = message
-        if role_of(message) in (HUMAN, AI):
-            return message
-    return fallback
-
-
-def _human_name(messages: Sequence[Any], role_key: str) -> str:
-    for message in messages:
-        if isinstance(message, Mapping) and role_of(message) == HUMAN:
-            raw = raw_role_of(message)
-            if raw is not None:
-                return raw
-    return "user" if role_key == "role" else "human"
-
-
-def _langchain_builder(summary: str, block_id: str) -> list[Any]:
-    from langchain_core.messages import HumanMessage
-
-    return [
-        HumanMessage(
-            content=summary_text(summary),
-            id=block_id,
-            additional_kwargs={"lc_source": SUMMARY_SOURCE},
-        )
-    ]
-
-
-def _dict_builder(*, role_key: str, human: str, with_id: bool, marked: bool) -> BlockBuilder:
     def build(summary: str, block_id: str) -> list[Any]:
-        message: dict[str, Any] = {role_key: human, "content": summary_text(summary)}
-        if with_id:
-            message["id"] = block_id
-        if marked:
-            message["lc_source"] = SUMMARY_SOURCE
-        return [message]
+        return fmt.summary_block(summary_text(summary), block_id, messages, before, after)
 
     return build
 
 
-def _serialized_builder(summary: str, block_id: str) -> list[Any]:
-    data: dict[str, Any] = {
-        "content": summary_text(summary),
-        "additional_kwargs": {"lc_source": SUMMARY_SOURCE},
-        "response_metadata": {},
-        "type": "human",
-        "name": None,
-        "id": block_id,
-    }
-    return [{"type": "human", "data": data}]
+_SIDES = {HUMAN: HUMAN, "tool": HUMAN, AI: AI}
+
+
+def _sides_around(messages: Sequence[Any], position: int) -> tuple[str | None, str | None]:
+    """The sides (``human``/``ai``) of the messages a block at ``position`` goes between
+    (system and other roles skipped; None where there is none)."""
+    before = after = None
+    for message in reversed(messages[:position]):
+        before = _SIDES.get(read_view(message).role)
+        if before is not None:
+            break
+    for message in messages[position:]:
+        view = read_view(message)
+        after = None if view.summary else _SIDES.get(view.role)
+        if after is not None:
+            break
+    return before, after
 
 
 def factory_builder(
@@ -301,9 +283,10 @@ def summary_request(position: int, folded: list[Any], pruned: list[Any]) -> Summ
 def summary_of_block(block: Any) -> str | None:
     """The summary text of a block the reducer made (its header line removed)."""
     content = content_of(block)
-    if not isinstance(content, str):
-        return None
-    return content.removeprefix(SUMMARY_HEADER)
+    if isinstance(content, str):
+        return content.removeprefix(SUMMARY_HEADER)
+    texts = [slot.text for slot in slots_of(block) if slot.kind == "text"]
+    return texts[0].removeprefix(SUMMARY_HEADER) if texts else None
 
 
 class SummaryMemory(Bounded[tuple[Hashable, str], str | None]):
@@ -468,8 +451,15 @@ class RunningSummary:
         self.memory.put(key, summary)
         return summary
 
-    def block(self, text: str, request: SummaryRequest, messages: list[Any]) -> list[Any]:
-        """The summary block for ``text``, in the kind ``messages`` hold, with its id."""
+    def block(
+        self,
+        text: str,
+        request: SummaryRequest,
+        messages: list[Any],
+        format: MessageFormat | None = None,
+    ) -> list[Any]:
+        """The summary block for ``text``, in ``format`` (default: the one ``messages``
+        are in) and the kind of message they hold, with its id."""
         block_id = summary_id(request.folded, request.pruned)
         folded_ids = tuple(i for i in map(id_of, request.folded) if isinstance(i, str))
         with self._lineage_lock:
@@ -477,19 +467,33 @@ class RunningSummary:
             self._lineage.move_to_end(block_id)
             while len(self._lineage) > SUMMARY_MEMORY:
                 self._lineage.popitem(last=False)
-        return self._build(text, block_id, len(request.pruned), messages or request.messages)
+        position = request.position if messages else 0
+        sample = messages or request.messages
+        return self._build(text, block_id, len(request.pruned), sample, position, format)
 
-    def placeholder(self, messages: list[Any]) -> list[Any]:
-        """A block of the size the summary will take, in the list's kind, holding its room
-        while a reduce's steps run (the reduce replaces it before it returns)."""
-        return self._build("…", SUMMARY_ID_PREFIX + "pending", 0, messages)
+    def placeholder(
+        self, messages: list[Any], position: int, format: MessageFormat | None = None
+    ) -> list[Any]:
+        """A block of the size the summary will take, in the list's format and kind, for
+        ``position``, holding its room while a reduce's steps run (the reduce replaces it
+        before it returns)."""
+        return self._build("…", SUMMARY_ID_PREFIX + "pending", 0, messages, position, format)
 
-    def _build(self, text: str, block_id: str, pruned: int, sample: list[Any]) -> list[Any]:
+    def _build(
+        self,
+        text: str,
+        block_id: str,
+        pruned: int,
+        sample: list[Any],
+        position: int,
+        format: MessageFormat | None,
+    ) -> list[Any]:
         factory = self._config.summary_message_factory
         if factory is not None:
             dict_ids = any(isinstance(m, dict) and "id" in m for m in sample)
             return factory_builder(factory, dict_ids=dict_ids)(text, block_id, pruned)
-        return default_summary_builder(sample)(text, block_id)
+        fmt = format if format is not None else detect(sample, self._config.format)
+        return default_summary_builder(sample, position, fmt)(text, block_id)
 
     # -- one summary at a time per conversation ---------------------------------------------
 
@@ -568,7 +572,7 @@ class RunningSummary:
             if self._config.summary_message_factory is None:
                 return 1
             if self._factory_size is None:
-                self._factory_size = len(self.block("…", empty, messages))
+                self._factory_size = len(self.block("…", empty, messages, state.format))
             return self._factory_size
         held = sum(state.tokens[p] for p, view in enumerate(state.views) if view.summary)
         budget = self._config.summary_max_tokens
@@ -577,7 +581,7 @@ class RunningSummary:
         if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
             target = self._limits.target_tokens or self._limits.max_tokens or 0
             budget = max(32, target // 10)
-        framing = self._count(self.block("", empty, messages)[0])
+        framing = self._count(self.block("", empty, messages, state.format)[0])
         return max(held, framing + budget)
 
 

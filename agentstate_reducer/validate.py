@@ -1,25 +1,50 @@
 """Audit a message list without changing it: budget overrun and provider-validity problems.
 
-Providers reject histories that break the tool-call protocol: every ai message with tool
-calls must be followed directly by one tool result per call, and a tool result must answer
-a call of the ai message it follows. OpenAI's legacy function calling is held to the same
-rule: an ai message's ``function_call`` must be followed directly by one ``function``
-message of that name (the run of results after an ai message may mix both kinds), and a
-function message must answer it. Several also want the conversation (after system
-messages) to open with a user message.
+Providers reject histories that break their tool-call protocol, and each format states its
+own (see :mod:`agentstate_reducer.messages`):
+
+* Chat Completions, LangChain, llama-index, Anthropic, Bedrock and Gemini: every message
+  with calls must be followed directly by the results of all of them (one message per
+  result in Chat; one user message holding them all in Anthropic, Bedrock and Gemini), and
+  a result must answer a call of the message right before. OpenAI's legacy function calling
+  is held to the same rule: an ai message's ``function_call`` must be followed directly by
+  one ``function`` message of that name (the run of results after an ai message may mix
+  both kinds);
+* the Responses API: every output answers a call made before it, every call has its
+  output later on (not necessarily right after), and a ``reasoning`` item is followed by
+  an item of its turn;
+* Anthropic, Bedrock and Gemini: roles alternate between the user and the model, a Gemini
+  list holds only ``user`` and ``model`` contents, and an Anthropic or Bedrock list only
+  user and assistant messages (their system prompt goes in its own parameter);
+* several providers also want the conversation (after system messages) to open with a
+  user message (every format whose roles alternate requires it).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .messages import AI, FUNCTION, FUNCTION_CALL_KEY_PREFIX, HUMAN, SYSTEM, TOOL, MessageView
+from .messages import (
+    AI,
+    FUNCTION,
+    FUNCTION_CALL_KEY_PREFIX,
+    HUMAN,
+    REASONING_ITEM,
+    SYSTEM,
+    TOOL,
+    MessageFormat,
+    MessageView,
+)
 
 OVER_BUDGET = "over_budget"
 ORPHAN_RESULT = "orphan_result"
 DANGLING_CALL = "dangling_call"
 BAD_FIRST_MESSAGE = "bad_first_message"
+ROLES_NOT_ALTERNATING = "roles_not_alternating"
+UNEXPECTED_ROLE = "unexpected_role"
+ORPHAN_REASONING = "orphan_reasoning"
 
 _RESULT_ROLES = (TOOL, FUNCTION)
 
@@ -29,7 +54,8 @@ class Problem:
     """One finding of an audit.
 
     Attributes:
-        kind: ``over_budget``, ``orphan_result``, ``dangling_call`` or ``bad_first_message``.
+        kind: ``over_budget``, ``orphan_result``, ``dangling_call``, ``bad_first_message``,
+            ``roles_not_alternating``, ``unexpected_role`` or ``orphan_reasoning``.
         index: The position of the message at fault (None for ``over_budget``).
         detail: A sentence saying what is wrong.
     """
@@ -45,6 +71,7 @@ def find_problems(
     total_tokens: int | None = None,
     max_tokens: int | None = None,
     max_messages: int | None = None,
+    format: MessageFormat | None = None,
 ) -> list[Problem]:
     """Every problem in a list, in list order (``over_budget`` first).
 
@@ -53,6 +80,7 @@ def find_problems(
         total_tokens: The list's token count (token mode).
         max_tokens: The token limit (token mode).
         max_messages: The message limit (count mode).
+        format: The list's format, whose rules apply (the Chat rules when None).
     """
     problems: list[Problem] = []
     if max_tokens is not None and total_tokens is not None and total_tokens > max_tokens:
@@ -69,10 +97,32 @@ def find_problems(
             Problem(
                 BAD_FIRST_MESSAGE,
                 first,
-                f"the conversation opens with a {views[first].role} message; several "
-                "providers require a user message first",
+                f"the conversation opens with a {views[first].role} message; "
+                + (
+                    f"{format.name} requires a user message first"
+                    if format is not None and format.alternates
+                    else "several providers require a user message first"
+                ),
             )
         )
+    if format is not None and not format.adjacent_results:
+        problems += _unordered_pairs(views)
+    else:
+        problems += _adjacent_pairs(views)
+    if format is not None and format.alternates:
+        problems += _alternation(views, format)
+    return sorted(problems, key=lambda p: -1 if p.index is None else p.index)
+
+
+def _answers(view: MessageView) -> bool:
+    """Whether a message holds results (a tool or function message, or a user message
+    that holds tool results)."""
+    return view.role in _RESULT_ROLES or (bool(view.results_for) and view.role == HUMAN)
+
+
+def _adjacent_pairs(views: Sequence[MessageView]) -> list[Problem]:
+    """Results right after the message whose calls they answer."""
+    problems: list[Problem] = []
     position = 0
     while position < len(views):
         view = views[position]
@@ -80,40 +130,112 @@ def find_problems(
             caller_at = position
             waiting = list(view.call_ids)
             position += 1
-            while position < len(views) and views[position].role in _RESULT_ROLES:
-                answered = views[position].result_for
-                if answered in waiting:
-                    waiting.remove(answered)
-                else:
-                    problems.append(_orphan(position, views[position], "the ai message before it"))
+            while position < len(views) and _answers(views[position]):
+                result = views[position]
+                for answered in result.results_for or (None,):
+                    if answered in waiting:
+                        waiting.remove(answered)
+                    else:
+                        problems.append(_orphan(position, result, answered, "the one before"))
                 position += 1
+                if result.role == HUMAN:
+                    break  # a user message with text too: the turn goes on from it
             for call_id in waiting:
                 problems.append(
                     Problem(
                         DANGLING_CALL,
                         caller_at,
-                        f"{_call_name(call_id)} has no result right after its ai message",
+                        f"{_call_name(call_id)} has no result right after its message",
                     )
                 )
             continue
-        if view.role in _RESULT_ROLES:
-            problems.append(_orphan(position, view, "an ai message right before it"))
+        if _answers(view):
+            for answered in view.results_for or (None,):
+                problems.append(_orphan(position, view, answered, "a message right before it"))
         position += 1
-    return sorted(problems, key=lambda p: -1 if p.index is None else p.index)
+    return problems
+
+
+def _unordered_pairs(views: Sequence[MessageView]) -> list[Problem]:
+    """Responses API: each output after its call, each call with its output, each
+    reasoning item followed by an item of its turn."""
+    problems: list[Problem] = []
+    made: Counter[str] = Counter()
+    open_calls: dict[str, int] = {}
+    for position, view in enumerate(views):
+        if view.joins == REASONING_ITEM and (
+            position + 1 >= len(views) or not views[position + 1].joins
+        ):
+            problems.append(
+                Problem(
+                    ORPHAN_REASONING,
+                    position,
+                    "a reasoning item must be followed by an item of its turn (a message or "
+                    "a call); the Responses API refuses it alone",
+                )
+            )
+        if view.role == AI:
+            for call_id in view.call_ids:
+                made[call_id] += 1
+                open_calls.setdefault(call_id, position)
+        for answered in view.results_for or ((None,) if _answers(view) else ()):
+            if answered is not None and made[answered] > 0:
+                made[answered] -= 1
+                if made[answered] == 0:
+                    open_calls.pop(answered, None)
+            else:
+                problems.append(_orphan(position, view, answered, "an item before it"))
+    for call_id, position in open_calls.items():
+        problems.append(
+            Problem(DANGLING_CALL, position, f"{_call_name(call_id)} has no output after it")
+        )
+    return problems
+
+
+_SIDES = {HUMAN: HUMAN, TOOL: HUMAN, AI: AI}
+
+
+def _alternation(views: Sequence[MessageView], format: MessageFormat) -> list[Problem]:
+    problems: list[Problem] = []
+    last: str | None = None
+    for position, view in enumerate(views):
+        side = _SIDES.get(view.role)
+        if side is None:
+            problems.append(
+                Problem(
+                    UNEXPECTED_ROLE,
+                    position,
+                    f"a {view.role} message: {format.name} lists hold only user and "
+                    f"{'model' if format.name == 'gemini' else 'assistant'} messages",
+                )
+            )
+            continue
+        if side == last:
+            problems.append(
+                Problem(
+                    ROLES_NOT_ALTERNATING,
+                    position,
+                    f"two {'user' if side == HUMAN else 'model'} messages in a row; "
+                    f"{format.name} requires the roles to alternate",
+                )
+            )
+        last = side
+    return problems
 
 
 def _call_name(call_id: str) -> str:
-    """How a problem names a call: a legacy function call by its function's name."""
+    """How a problem names a call: a call without an id by its function's name."""
     if call_id.startswith(FUNCTION_CALL_KEY_PREFIX):
         return f"function_call {call_id.removeprefix(FUNCTION_CALL_KEY_PREFIX)!r}"
     return f"tool call {call_id!r}"
 
 
-def _orphan(position: int, result: MessageView, where: str) -> Problem:
-    answered = result.result_for
+def _orphan(position: int, result: MessageView, answered: str | None, where: str) -> Problem:
+    name = None if answered is None else answered.removeprefix(FUNCTION_CALL_KEY_PREFIX)
     if result.role == FUNCTION:
-        name = None if answered is None else answered.removeprefix(FUNCTION_CALL_KEY_PREFIX)
         detail = f"function result for {name!r} does not answer a function_call of {where}"
+    elif answered is not None and answered.startswith(FUNCTION_CALL_KEY_PREFIX):
+        detail = f"result for {name!r} does not answer a call of that name of {where}"
     else:
         detail = f"tool result for call {answered!r} does not answer a call of {where}"
     return Problem(ORPHAN_RESULT, position, detail)

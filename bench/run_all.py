@@ -40,6 +40,7 @@ PREFERRED = (
     "cosmos_bench",
     "cosmos_cost",
     "token_accuracy",
+    "formats",
 )
 
 

@@ -387,6 +387,563 @@ def any_message(draw: st.DrawFn) -> Any:
     return _mapping(draw, message) if draw(st.integers(0, 3)) == 0 else message
 
 
+# -- one conversation, every wire format ------------------------------------------------
+#
+# A dialogue is drawn as logical elements (the system prompt, a question, one model turn
+# with its reasoning, text and parallel calls, the results of those calls), then rendered
+# into each format the reader supports. Formats differ in granularity: Chat has one
+# message per tool result, Anthropic one user message holding all results of a turn, the
+# Responses API one item per call (and per reasoning item), so each renderer also says which
+# element every message it wrote renders (``owners``): positions compare through it.
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call of a model turn."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Element:
+    """One logical element of a dialogue."""
+
+    kind: str  # system | question | reply | results
+    text: str = ""
+    images: int = 0
+    reasoning: str = ""
+    calls: tuple[Call, ...] = ()
+    results: tuple[tuple[str, str, str], ...] = ()
+    """``(call id, function name, output)`` per result, in the order they are sent."""
+
+
+#: Every format a dialogue is rendered in.
+WIRE_FORMATS = (
+    "chat",
+    "langchain",
+    "langchain_blocks",
+    "llama_index",
+    "responses",
+    "anthropic",
+    "bedrock",
+    "gemini",
+    "gemini_objects",
+)
+#: The formats whose roles alternate (and whose lists hold no system prompt).
+ALTERNATING = frozenset({"anthropic", "bedrock", "gemini", "gemini_objects"})
+#: The reader's name of each rendered format (what ``detect`` returns).
+FORMAT_NAMES = {
+    "chat": "chat",
+    "langchain": "chat",
+    "langchain_blocks": "chat",
+    "llama_index": "llama_index",
+    "responses": "responses",
+    "anthropic": "anthropic",
+    "bedrock": "bedrock",
+    "gemini": "gemini",
+    "gemini_objects": "gemini",
+}
+
+_TOOL_NAMES = ("lookup", "search")
+_text = st.text(
+    alphabet=st.sampled_from("abcdefghij klmnop 日本語 привет"), min_size=1, max_size=30
+)
+
+
+@st.composite
+def dialogues(
+    draw: st.DrawFn, max_turns: int = 5, *, single: bool = False, system: bool = True
+) -> list[Element]:
+    """A tool-calling dialogue: an optional system prompt, then user turns, each a question
+    (maybe with an image), tool steps (a model turn making calls, with reasoning and text,
+    then the results of all its calls in any order, sometimes one long output) and a final
+    answer. The newest turn may be unfinished: it ends after its question, after a call
+    (the results not in yet) or after results (the answer not in yet).
+
+    With ``single``, every message of every format renders exactly one element (one call
+    per step, a step has no text, no reasoning, no system prompt), so that count windows
+    compare across formats.
+    """
+    serial = next(_counter)
+    calls = (f"call{serial}-{n}" for n in itertools.count())
+    out: list[Element] = []
+    if system and not single and draw(st.booleans()):
+        out.append(Element("system", text=draw(_text)))
+    turns = draw(st.integers(1, max_turns))
+    for turn in range(turns):
+        newest = turn == turns - 1
+        out.append(Element("question", text=draw(_text), images=draw(st.integers(0, 1))))
+        stop = (
+            draw(st.sampled_from(["done"] * 3 + ["question", "call", "results"]))
+            if newest
+            else "done"
+        )
+        if stop == "question":
+            break
+        steps = draw(st.integers(0 if stop == "done" else 1, 3))
+        for step in range(steps):
+            count = 1 if single else draw(st.integers(1, 3))
+            made = tuple(
+                Call(next(calls), draw(st.sampled_from(_TOOL_NAMES)), {"q": draw(_text)})
+                for _ in range(count)
+            )
+            text = "" if single else draw(st.sampled_from(["", draw(_text)]))
+            reasoning = "" if single else draw(st.sampled_from(["", draw(_text)]))
+            out.append(Element("reply", text=text, reasoning=reasoning, calls=made))
+            if newest and stop == "call" and step == steps - 1:
+                break
+            outputs = []
+            for call in draw(st.permutations(made)):
+                long = draw(st.integers(0, 6)) == 0
+                outputs.append((call.id, call.name, draw(_text) * (40 if long else 1)))
+            out.append(Element("results", results=tuple(outputs)))
+        else:
+            if stop == "done":
+                reasoning = "" if single else draw(st.sampled_from(["", draw(_text)]))
+                out.append(Element("reply", text=draw(_text), reasoning=reasoning))
+    return out
+
+
+def render_dialogue(elements: list[Element], fmt: str) -> tuple[list[Any], list[int]]:
+    """``elements`` in format ``fmt`` (one of :data:`WIRE_FORMATS`), and for each message
+    the index of the element it renders. Formats whose lists hold no system prompt
+    (Anthropic, Bedrock, Gemini) leave it out."""
+    messages: list[Any] = []
+    owners: list[int] = []
+    for index, element in enumerate(elements):
+        if element.kind == "system" and fmt in ALTERNATING:
+            continue
+        rendered = _RENDERERS[fmt](element)
+        messages.extend(rendered)
+        owners.extend([index] * len(rendered))
+    return messages, owners
+
+
+_IMAGE_URL = "https://example.com/image.png"
+
+
+def _args(call: Call) -> str:
+    return json.dumps(call.args, ensure_ascii=False)
+
+
+def _chat_element(element: Element) -> list[Any]:
+    if element.kind == "system":
+        return [{"role": "system", "content": element.text}]
+    if element.kind == "question":
+        if not element.images:
+            return [{"role": "user", "content": element.text}]
+        blocks = [{"type": "text", "text": element.text}]
+        blocks += [{"type": "image_url", "image_url": {"url": _IMAGE_URL}}] * element.images
+        return [{"role": "user", "content": blocks}]
+    if element.kind == "reply":
+        message: dict[str, Any] = {"role": "assistant", "content": element.text or None}
+        if element.calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": _args(c)},
+                }
+                for c in element.calls
+            ]
+        return [message]
+    return [
+        {"role": "tool", "tool_call_id": call_id, "content": output}
+        for call_id, _, output in element.results
+    ]
+
+
+def _langchain_element(element: Element, *, blocks_only: bool = False) -> list[Any]:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    if element.kind == "system":
+        return [SystemMessage(element.text)]
+    if element.kind == "question":
+        if not element.images:
+            return [HumanMessage(element.text)]
+        content: list[Any] = [{"type": "text", "text": element.text}]
+        content += [{"type": "image", "url": _IMAGE_URL}] * element.images
+        return [HumanMessage(content=content)]
+    if element.kind == "reply":
+        uses = [
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.args} for c in element.calls
+        ]
+        calls = [{"id": c.id, "name": c.name, "args": c.args} for c in element.calls]
+        if element.reasoning or blocks_only:
+            blocks: list[Any] = []
+            if element.reasoning:
+                blocks.append({"type": "thinking", "thinking": element.reasoning})
+            if element.text:
+                blocks.append({"type": "text", "text": element.text})
+            # As ChatAnthropic keeps a turn: the calls as tool_use blocks and in tool_calls
+            # (or, as convert_to_messages makes of Anthropic dicts, in the blocks only).
+            return [AIMessage(content=blocks + uses, tool_calls=[] if blocks_only else calls)]
+        return [AIMessage(content=element.text, tool_calls=calls)]
+    if blocks_only:
+        return [
+            HumanMessage(
+                content=[
+                    {"type": "tool_result", "tool_use_id": call_id, "content": output}
+                    for call_id, _, output in element.results
+                ]
+            )
+        ]
+    return [ToolMessage(output, tool_call_id=call_id) for call_id, _, output in element.results]
+
+
+def _llama_element(element: Element) -> list[Any]:
+    from llama_index.core.base.llms.types import (
+        ChatMessage,
+        ImageBlock,
+        TextBlock,
+        ThinkingBlock,
+        ToolCallBlock,
+    )
+
+    if element.kind == "system":
+        return [ChatMessage(role="system", content=element.text)]
+    if element.kind == "question":
+        blocks: list[Any] = [TextBlock(text=element.text)]
+        blocks += [ImageBlock(url=_IMAGE_URL) for _ in range(element.images)]
+        return [ChatMessage(role="user", blocks=blocks)]
+    if element.kind == "reply":
+        blocks = []
+        if element.reasoning:
+            blocks.append(ThinkingBlock(content=element.reasoning))
+        if element.text:
+            blocks.append(TextBlock(text=element.text))
+        # Both places llama-index keeps calls: the OpenAI-style list and the blocks.
+        blocks += [
+            ToolCallBlock(tool_call_id=c.id, tool_name=c.name, tool_kwargs=c.args)
+            for c in element.calls
+        ]
+        extra = {}
+        if element.calls:
+            extra["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": _args(c)},
+                }
+                for c in element.calls
+            ]
+        return [ChatMessage(role="assistant", blocks=blocks, additional_kwargs=extra)]
+    return [
+        ChatMessage(role="tool", content=output, additional_kwargs={"tool_call_id": call_id})
+        for call_id, _, output in element.results
+    ]
+
+
+def _responses_element(element: Element) -> list[Any]:
+    if element.kind == "system":
+        return [{"role": "system", "content": element.text}]
+    if element.kind == "question":
+        if not element.images:
+            return [{"role": "user", "content": element.text}]
+        content = [{"type": "input_text", "text": element.text}]
+        content += [{"type": "input_image", "image_url": _IMAGE_URL}] * element.images
+        return [{"type": "message", "role": "user", "content": content}]
+    if element.kind == "reply":
+        items: list[Any] = []
+        if element.reasoning:
+            items.append(
+                {
+                    "type": "reasoning",
+                    "id": f"rs_{id(element)}",
+                    "summary": [{"type": "summary_text", "text": element.reasoning}],
+                }
+            )
+        if element.text:
+            items.append(
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": element.text}],
+                }
+            )
+        items += [
+            {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": _args(c)}
+            for c in element.calls
+        ]
+        return items
+    return [
+        {"type": "function_call_output", "call_id": call_id, "output": output}
+        for call_id, _, output in element.results
+    ]
+
+
+def _anthropic_element(element: Element) -> list[Any]:
+    if element.kind == "question":
+        if not element.images:
+            return [{"role": "user", "content": element.text}]
+        image = {"type": "image", "source": {"type": "url", "url": _IMAGE_URL}}
+        return [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": element.text}] + [image] * element.images,
+            }
+        ]
+    if element.kind == "reply":
+        if not element.calls and not element.reasoning:
+            return [{"role": "assistant", "content": element.text}]
+        blocks: list[Any] = []
+        if element.reasoning:
+            blocks.append({"type": "thinking", "thinking": element.reasoning, "signature": "sig"})
+        if element.text:
+            blocks.append({"type": "text", "text": element.text})
+        blocks += [
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.args} for c in element.calls
+        ]
+        return [{"role": "assistant", "content": blocks}]
+    return [
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": call_id, "content": output}
+                for call_id, _, output in element.results
+            ],
+        }
+    ]
+
+
+def _bedrock_element(element: Element) -> list[Any]:
+    if element.kind == "question":
+        image = {"image": {"format": "png", "source": {"bytes": b"\x89PNG"}}}
+        return [{"role": "user", "content": [{"text": element.text}] + [image] * element.images}]
+    if element.kind == "reply":
+        blocks: list[Any] = []
+        if element.reasoning:
+            blocks.append(
+                {
+                    "reasoningContent": {
+                        "reasoningText": {"text": element.reasoning, "signature": "s"}
+                    }
+                }
+            )
+        if element.text:
+            blocks.append({"text": element.text})
+        blocks += [
+            {"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.args}} for c in element.calls
+        ]
+        return [{"role": "assistant", "content": blocks}]
+    return [
+        {
+            "role": "user",
+            "content": [
+                {
+                    "toolResult": {
+                        "toolUseId": call_id,
+                        "content": [{"text": output}],
+                        "status": "success",
+                    }
+                }
+                for call_id, _, output in element.results
+            ],
+        }
+    ]
+
+
+def _gemini_element(element: Element) -> list[Any]:
+    """Gemini dicts without call ids: responses pair with calls by name and order."""
+    if element.kind == "question":
+        image = {"inline_data": {"mime_type": "image/png", "data": "iVBORw0KGgo="}}
+        return [{"role": "user", "parts": [{"text": element.text}] + [image] * element.images}]
+    if element.kind == "reply":
+        parts: list[Any] = []
+        if element.reasoning:
+            parts.append({"text": element.reasoning, "thought": True})
+        if element.text:
+            parts.append({"text": element.text})
+        parts += [{"function_call": {"name": c.name, "args": c.args}} for c in element.calls]
+        return [{"role": "model", "parts": parts}]
+    return [
+        {
+            "role": "user",
+            "parts": [
+                {"function_response": {"name": name, "response": {"output": output}}}
+                for _, name, output in element.results
+            ],
+        }
+    ]
+
+
+def _gemini_object_element(element: Element) -> list[Any]:
+    """google-genai objects with call ids, as Google ADK holds them."""
+    from google.genai import types
+
+    if element.kind == "question":
+        parts = [types.Part(text=element.text)]
+        parts += [
+            types.Part(inline_data=types.Blob(mime_type="image/png", data=b"\x89PNG"))
+            for _ in range(element.images)
+        ]
+        return [types.Content(role="user", parts=parts)]
+    if element.kind == "reply":
+        parts = []
+        if element.reasoning:
+            parts.append(types.Part(text=element.reasoning, thought=True))
+        if element.text:
+            parts.append(types.Part(text=element.text))
+        parts += [
+            types.Part(function_call=types.FunctionCall(id=c.id, name=c.name, args=c.args))
+            for c in element.calls
+        ]
+        return [types.Content(role="model", parts=parts)]
+    return [
+        types.Content(
+            role="user",
+            parts=[
+                types.Part(
+                    function_response=types.FunctionResponse(
+                        id=call_id, name=name, response={"output": output}
+                    )
+                )
+                for call_id, name, output in element.results
+            ],
+        )
+    ]
+
+
+_RENDERERS: dict[str, Any] = {
+    "chat": _chat_element,
+    "langchain": _langchain_element,
+    "langchain_blocks": lambda e: _langchain_element(e, blocks_only=True),
+    "llama_index": _llama_element,
+    "responses": _responses_element,
+    "anthropic": _anthropic_element,
+    "bedrock": _bedrock_element,
+    "gemini": _gemini_element,
+    "gemini_objects": _gemini_object_element,
+}
+
+
+def element_pairs(elements: list[Element]) -> dict[int, int]:
+    """Results element -> the reply element whose calls it answers."""
+    out: dict[int, int] = {}
+    for index, element in enumerate(elements):
+        if element.kind == "results":
+            out[index] = index - 1
+    return out
+
+
+def logical_tokens(message: Any) -> int:
+    """A counter identical across formats: the characters of what a message says (text,
+    tool results, call names and arguments as compact JSON, 40 per image), nothing for
+    reasoning (Chat cannot carry it), the system prompt or a summary block (some formats
+    write two-message blocks), and no per-message framing (formats split the same element
+    into different numbers of messages)."""
+    from agentstate_reducer.messages import call_parts_of, is_summary, parts_of, role_of, slots_of
+
+    if role_of(message) == "system" or is_summary(message):
+        return 0
+    total = 0
+    for slot in slots_of(message):
+        if slot.kind == "reasoning":
+            continue
+        total += len(slot.text)
+    for name, arguments in call_parts_of(message):
+        total += len(name) + len(json.dumps(json.loads(arguments), separators=(",", ":")))
+    return total + 40 * parts_of(message).images
+
+
+# -- messages of the other formats, usual and odd, for the reader's refusals -------------
+
+_ODD_SCALARS = st.one_of(st.none(), st.text(max_size=5), st.integers(-2, 2), st.booleans())
+_FIELD_NAMES = st.sampled_from(
+    [
+        "type",
+        "text",
+        "id",
+        "name",
+        "input",
+        "args",
+        "content",
+        "tool_use_id",
+        "thinking",
+        "source",
+        "toolUse",
+        "toolResult",
+        "toolUseId",
+        "reasoningContent",
+        "image",
+        "function_call",
+        "functionCall",
+        "function_response",
+        "response",
+        "inline_data",
+        "parts",
+        "role",
+        "call_id",
+        "arguments",
+        "output",
+        "summary",
+        "status",
+        "json",
+    ]
+)
+_BLOCK_TYPES = st.sampled_from(
+    [
+        "text",
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "image",
+        "image_url",
+        "input_text",
+        "output_text",
+        "tool_call",
+        "reasoning",
+        "redacted_thinking",
+        "document",
+        "server_tool_use",
+        "web_search_tool_result",
+        "refusal",
+        "message",
+        "function_call",
+        "function_call_output",
+        "weird",
+    ]
+)
+_ODD_VALUES = st.recursive(
+    st.one_of(_ODD_SCALARS, _BLOCK_TYPES),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(_FIELD_NAMES, inner, max_size=4)
+    ),
+    max_leaves=8,
+)
+_ODD_BLOCKS = st.one_of(
+    st.dictionaries(_FIELD_NAMES, _ODD_VALUES, max_size=4),
+    st.builds(
+        lambda kind, rest: {"type": kind, **rest},
+        _BLOCK_TYPES,
+        st.dictionaries(_FIELD_NAMES, _ODD_VALUES, max_size=3),
+    ),
+    _ODD_SCALARS,
+)
+
+
+@st.composite
+def odd_format_message(draw: st.DrawFn) -> Any:
+    """A dict shaped like a message of some format, with any blocks, parts and values in
+    it: a role dict with content blocks, a Gemini content, a Responses item."""
+    kind = draw(st.sampled_from(["role", "gemini", "item"]))
+    if kind == "role":
+        role = draw(st.sampled_from(["user", "assistant", "model", "system", "tool", None, 3]))
+        content = draw(st.one_of(_ODD_SCALARS, st.lists(_ODD_BLOCKS, max_size=4)))
+        extra = draw(st.dictionaries(_FIELD_NAMES, _ODD_VALUES, max_size=2))
+        return {**extra, "role": role, "content": content}
+    if kind == "gemini":
+        role = draw(st.sampled_from(["user", "model", None]))
+        return {
+            "role": role,
+            "parts": draw(st.one_of(_ODD_SCALARS, st.lists(_ODD_BLOCKS, max_size=3))),
+        }
+    rest = draw(st.dictionaries(_FIELD_NAMES, _ODD_VALUES, max_size=4))
+    return {**rest, "type": draw(_BLOCK_TYPES)}
+
+
 #: Pieces the token estimate treats apart: words it knows whole (lower case, capitalised, in
 #: upper case, glued to punctuation or digits), runs it costs by length, digits, punctuation,
 #: whitespace runs, and a character of every class and script it counts.

@@ -35,14 +35,19 @@ from langchain_core.runnables import RunnableConfig
 
 from .._checks import check_callable, check_int, check_name, check_number
 from ..messages import (
+    FUNCTION_CALL_KEY_PREFIX,
     SUMMARY_HEADER,
     call_parts_of,
     content_of,
     function_name_of,
     is_summary,
+    read_view,
+    reader_of,
     role_of,
+    slots_of,
     tool_call_id_of,
 )
+from ..messages.chat import ChatFormat
 from ..tokens import estimate_text_tokens
 
 __all__ = ["DEFAULT_SUMMARY_PROMPT", "LLMSummarizer", "transcript"]
@@ -74,6 +79,9 @@ def transcript(messages: Sequence[Any]) -> str:
     function calls and results too) included."""
     lines: list[str] = []
     for message in messages:
+        if not isinstance(reader_of(message), ChatFormat):
+            lines += _format_lines(message)
+            continue
         role = role_of(message)
         text = _text(content_of(message))
         if role == "tool":
@@ -90,6 +98,31 @@ def transcript(messages: Sequence[Any]) -> str:
         for tool, arguments in call_parts_of(message):
             lines.append(f"{name} called tool {tool}({arguments})")
     return "\n".join(lines)
+
+
+def _format_lines(message: Any) -> list[str]:
+    """The transcript lines of a message of another format (Anthropic, Responses, Gemini,
+    Bedrock, llama-index): its text, each result it holds, each call it makes."""
+    view = read_view(message)
+    slots = slots_of(message)
+    lines: list[str] = []
+    name = _ROLE_NAMES.get(view.role, view.role.capitalize())
+    text = " ".join(slot.text for slot in slots if slot.kind == "text" and slot.text)
+    if text:
+        lines.append(f"{'User' if view.role == 'tool' else name}: {text}")
+    results = [slot.text for slot in slots if slot.kind == "result"]
+    for call, output in zip(view.results_for, results, strict=False):
+        lines.append(f"Tool result ({call.removeprefix(FUNCTION_CALL_KEY_PREFIX)}): {output}")
+    for tool, arguments in call_parts_of(message):
+        lines.append(f"{name} called tool {tool}({arguments})")
+    return lines
+
+
+def _plain_text(message: Any) -> str:
+    """What a message says, as text, in any format."""
+    if isinstance(reader_of(message), ChatFormat):
+        return _text(content_of(message))
+    return " ".join(slot.text for slot in slots_of(message) if slot.kind == "text")
 
 
 def _answer(reply: Any) -> str:
@@ -212,7 +245,7 @@ class LLMSummarizer:
     def _split(self, messages: list[Any]) -> tuple[str, list[str]]:
         """The previous summary's text and the transcript cut into parts within budget."""
         previous = "\n".join(
-            _text(content_of(m)).removeprefix(SUMMARY_HEADER) for m in messages if is_summary(m)
+            _plain_text(m).removeprefix(SUMMARY_HEADER) for m in messages if is_summary(m)
         )
         lines = transcript([m for m in messages if not is_summary(m)]).split("\n")
         budget = max(32, self.max_input_tokens - self._count(previous) - self.max_summary_tokens)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_int, check_name
-from ..messages import FUNCTION, TOOL, content_of, with_content
+from ..messages import FUNCTION, HUMAN, TOOL, Slot, content_of, slots_of, with_slots
 from .contract import ReductionStep, StepContext
 
 DEFAULT_PLACEHOLDER = "[tool output cleared to save context]"
@@ -21,7 +21,11 @@ _RESULTS = (TOOL, FUNCTION)
 class ClearToolOutputs(ReductionStep):
     """Replace old tool outputs with a placeholder, keeping every call and result.
 
-    Tool results and legacy function results (``role: "function"``) are both tool output.
+    Tool results and legacy function results (``role: "function"``) are both tool output,
+    and so is every result a message holds in formats whose user messages hold them
+    (Anthropic ``tool_result`` blocks, Bedrock ``toolResult``, Gemini function responses):
+    each is cleared in the message's own shape, ``keep_last`` counting results, not
+    messages.
 
     An output that counts no more tokens than the placeholder is left as it is (clearing
     it would only lose its text).
@@ -43,15 +47,23 @@ class ClearToolOutputs(ReductionStep):
         check_name("ClearToolOutputs.placeholder", self.placeholder)
 
     def apply(self, context: StepContext) -> list[Any]:
-        results = [p for p in range(len(context.messages)) if context.role(p) in _RESULTS]
+        # Every result a message holds counts (an Anthropic, Bedrock or Gemini user message
+        # holds the results of all calls of a turn; Chat one per message).
+        results: list[tuple[int, Slot]] = []
+        for position in range(len(context.messages)):
+            role = context.role(position)
+            if role in _RESULTS or role == HUMAN:
+                found = [s for s in slots_of(context.messages[position]) if s.kind == "result"]
+                results += [(position, slot) for slot in found]
         older = results[: max(0, len(results) - self.keep_last)]
+        clear: dict[int, dict[tuple[Any, ...], str | None]] = {}
+        for position, slot in older:
+            if slot.text and slot.text != self.placeholder:
+                clear.setdefault(position, {})[slot.path] = self.placeholder
         touched: list[Any] = []
-        for position in older:
+        for position, changes in clear.items():
             message = context.messages[position]
-            content = content_of(message)
-            if content == self.placeholder or not content:
-                continue
-            cleared = with_content(message, self.placeholder)
+            cleared = with_slots(message, changes)
             if context.count(cleared) >= context.tokens[position]:
                 continue  # an output no longer than the placeholder: clearing saves nothing
             context.replace(position, cleared)
@@ -59,4 +71,7 @@ class ClearToolOutputs(ReductionStep):
         return touched
 
     def rewrote(self, message: Any) -> bool:
-        return bool(content_of(message) == self.placeholder)
+        content = content_of(message)
+        if isinstance(content, str) or content is None:
+            return content == self.placeholder
+        return any(s.kind == "result" and s.text == self.placeholder for s in slots_of(message))

@@ -22,7 +22,7 @@ from .._calls import Outage
 from .._checks import check_callable, check_int, check_number
 from .._memory import Bounded, namespace_key
 from ..errors import StepError
-from ..messages import SYSTEM, content_of, fingerprint, id_of, view_of, with_content, with_id
+from ..messages import SYSTEM, content_of, fingerprint, id_of, view_of, with_id, with_text
 from .contract import ReductionStep, StepContext
 
 #: How many compressed messages a step remembers (its answers and its outputs).
@@ -188,10 +188,10 @@ class Compress(ReductionStep):
                     problem = str(exc)
                     break
                 before = view_of(original, f"message [{index}]")
-                if (view.role, view.call_ids, view.result_for) != (
+                if (view.role, view.call_ids, view.results_for) != (
                     before.role,
                     before.call_ids,
-                    before.result_for,
+                    before.results_for,
                 ):
                     problem = (
                         f"answered message [{index}] ({_a(before.role)} message) with "
@@ -214,7 +214,9 @@ class Compress(ReductionStep):
         if answer is None:
             return None
         original = context.messages[position]
-        shorter = with_content(original, answer) if isinstance(answer, str) else answer
+        # A text answer is written into the original's own shape: its result (or its
+        # text), calls and blocks kept (see messages.with_text).
+        shorter = with_text(original, answer) if isinstance(answer, str) else answer
         original_id = id_of(original)
         if original_id is not None:
             # An answer without an id takes the original's (context.replace would too):

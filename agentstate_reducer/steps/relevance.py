@@ -22,14 +22,14 @@ import numbers
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._calls import call_async, call_sync, hook_name, is_async_only
 from .._checks import check_bool, check_callable, check_int
 from .._memory import Bounded
-from ..messages import content_of, tool_call_parts, tool_calls_of
+from ..messages import parts_of
 from .contract import ReductionStep, StepContext
 
 Scorer = Callable[[str, str], float]
@@ -54,21 +54,14 @@ _STOPWORDS = frozenset(
 
 
 def message_text(message: Any) -> str:
-    """The text a message carries: its content (text blocks of a list content) and, for
-    a message with tool calls, their names and arguments."""
-    parts: list[str] = []
-    content = content_of(message)
-    if isinstance(content, str):
-        parts.append(content)
-    elif isinstance(content, list):
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-    for call in tool_calls_of(message):
-        parts.extend(tool_call_parts(call))
-    return "\n".join(part for part in parts if part)
+    """The text a message carries, in any format: what counts towards its tokens (text,
+    reasoning, tool results; see :func:`~agentstate_reducer.messages.parts_of`) and, for a
+    message with tool calls, their names and arguments."""
+    parts = parts_of(message)
+    pieces = list(parts.texts)
+    for name, arguments in parts.calls:
+        pieces += [name, arguments]
+    return "\n".join(piece for piece in pieces if piece)
 
 
 def terms(text: str) -> list[str]:

@@ -4,12 +4,12 @@ visible marker."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_name
-from ..messages import SYSTEM, content_of, with_content
+from ..messages import SYSTEM, Slot, content_of, slots_of, with_slots
 from .contract import ReductionStep, StepContext
 
 DEFAULT_MARKER = "\n[... truncated: about {removed} tokens removed to fit the context window ...]"
@@ -23,8 +23,9 @@ _INSTRUCTIONS = (SYSTEM, "developer")
 class TruncateLargest(ReductionStep):
     """Cut the text of the largest message so the list fits, with a visible marker.
 
-    The message's text is cut from its end: a string content, or the last text block of
-    a list content (other blocks, such as images, stay). Never cut: system and developer
+    The message's text is cut from its end: its last text (a string content, the last text
+    block of a list content, or the last tool result it holds, in the message's own
+    format; other blocks, such as images and calls, stay). Never cut: system and developer
     messages (their last rules are what a cut would lose), the newest human message (the
     question), summary blocks. Opt-in: it changes what a message says; the original
     reaches the ``on_prune`` hooks. One message, all or nothing: when cutting the largest
@@ -66,18 +67,19 @@ class TruncateLargest(ReductionStep):
             if position != question
             and context.role(position) not in _INSTRUCTIONS
             and not context.is_summary(position)
-            and _last_text(content_of(context.messages[position])) is not None
+            and _last_text(context.messages[position]) is not None
         ]
         if not candidates:
             return []
         tokens, position = max(candidates)
         excess = context.total - context.target
         message = context.messages[position]
-        content = content_of(message)
-        block, text = _last_text(content)  # type: ignore[misc]
+        slot = _last_text(message)
+        assert slot is not None  # a candidate has one
+        text = slot.text
 
         def rebuilt(cut: str) -> Any:
-            return with_content(message, _with_text(content, block, cut))
+            return with_slots(message, {slot.path: cut})
 
         cut = _truncate(text, tokens - excess, lambda t: context.count(rebuilt(t)), self.marker)
         if cut is None:
@@ -87,38 +89,21 @@ class TruncateLargest(ReductionStep):
         return [shorter]
 
     def rewrote(self, message: Any) -> bool:
-        found = _last_text(content_of(message))
-        return found is not None and self._marker_at_end.search(found[1]) is not None
+        content = content_of(message)
+        if isinstance(content, str):
+            return self._marker_at_end.search(content) is not None
+        found = _last_text(message)
+        return found is not None and self._marker_at_end.search(found.text) is not None
 
 
-def _last_text(content: Any) -> tuple[int, str] | None:
-    """``(-1, text)`` for string content, ``(index, text)`` for the last text block of a
-    list content, None when there is no text to cut."""
-    if isinstance(content, str):
-        return (-1, content) if content else None
-    if isinstance(content, list):
-        for index in range(len(content) - 1, -1, -1):
-            block = content[index]
-            if isinstance(block, str) and block:
-                return index, block
-            if (
-                isinstance(block, Mapping)
-                and block.get("type", "text") == "text"
-                and isinstance(block.get("text"), str)
-                and block["text"]
-            ):
-                return index, block["text"]
+def _last_text(message: Any) -> Slot | None:
+    """The message's last non-empty text or tool result (see
+    :func:`~agentstate_reducer.messages.slots_of`), None when it has none to cut."""
+    found = slots_of(message)
+    for index in range(len(found) - 1, -1, -1):
+        if found[index].kind in ("text", "result") and found[index].text:
+            return found[index]
     return None
-
-
-def _with_text(content: Any, block: int, text: str) -> Any:
-    """``content`` with its string, or its text block number ``block``, set to ``text``."""
-    if block < 0:
-        return text
-    blocks = list(content)
-    old = blocks[block]
-    blocks[block] = text if isinstance(old, str) else {**old, "text": text}
-    return blocks
 
 
 def _truncate(text: str, budget: int, count: Callable[[str], int], marker: str) -> str | None:

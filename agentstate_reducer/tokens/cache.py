@@ -5,7 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..messages import MessageView, call_parts_of, content_of, view_of
+from ..messages import CHAT, MessageView, call_parts_of, content_of, view_of
+from ..messages import chat as _chat
 from .counters import resolve_token_counter
 
 _CACHE_LIMIT = 200_000
@@ -41,7 +42,8 @@ class TokenCounter:
             view = view_of(message, where)
         key = None
         if view.id is not None:
-            content = content_of(message)
+            # A message of the Chat family (the view says so) is read directly.
+            content = _chat.content(message) if view.formats & CHAT else content_of(message)
             if type(content) is str:
                 calls = tuple(call_parts_of(message)) if view.call_ids else ()
                 key = (view.id, view.role, content, view.call_ids, calls)

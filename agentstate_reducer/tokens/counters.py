@@ -23,7 +23,8 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..messages import content_of, raw_role_of, role_of
+from ..messages import content_of, parts_of, raw_role_of, read_view, reader_of, role_of
+from ..messages.chat import ChatFormat
 from .encodings import TIKTOKEN_NAMES, tiktoken_encoding
 from .estimate import _message_tokens, estimate_tokens
 
@@ -106,6 +107,10 @@ def _as_langchain(message: Any) -> Any:
         return message
     convert_to_messages = _langchain.convert_to_messages
     messages_from_dict = _langchain.messages_from_dict
+    if not isinstance(reader_of(message), ChatFormat):
+        # Another wire format: LangChain cannot read it, so it is given what counts, as text
+        # (each call's name and arguments written out, images as LangChain's image blocks).
+        return convert_to_messages([_as_chat(message)])[0]
     if isinstance(message, Mapping) and isinstance(message.get("data"), Mapping):
         return messages_from_dict([dict(message)])[0]
     if isinstance(message, Mapping):
@@ -116,6 +121,28 @@ def _as_langchain(message: Any) -> Any:
         converted.pop("type", None)
         return convert_to_messages([converted])[0]
     return convert_to_messages([{"role": role_of(message), "content": content_of(message)}])[0]
+
+
+def _as_chat(message: Any) -> dict[str, Any]:
+    """A Chat dict saying what ``message`` (of another format) counts."""
+    view = read_view(message)
+    parts = parts_of(message)
+    text = "\n".join(t for t in parts.texts if t)
+    content: Any = text
+    if parts.images:
+        content = [{"type": "text", "text": text}] + [
+            {"type": "image_url", "image_url": {"url": "data:,"}}
+        ] * parts.images
+    role = {"human": "user", "ai": "assistant", "tool": "tool"}.get(view.role, "system")
+    out: dict[str, Any] = {"role": role, "content": content}
+    if role == "tool":
+        out["tool_call_id"] = view.result_for or ""
+    if parts.calls:
+        out["tool_calls"] = [
+            {"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": args}}
+            for n, (name, args) in enumerate(parts.calls)
+        ]
+    return out
 
 
 def _chat_model_counter(model: Any) -> Callable[[Any], int]:

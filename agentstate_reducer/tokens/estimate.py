@@ -3,7 +3,8 @@
 :func:`estimate_text_tokens` reads text as classes of characters (words, digits,
 punctuation, whitespace, scripts), each with a cost fitted against ``cl100k_base``;
 :func:`estimate_tokens` adds a message's framing (:data:`MESSAGE_OVERHEAD`), tool-call names
-and arguments (:data:`TOOL_CALL_OVERHEAD` each) and :data:`IMAGE_TOKENS` per image block.
+and arguments (:data:`TOOL_CALL_OVERHEAD` each) and :data:`IMAGE_TOKENS` per image or other
+media block, reading what counts in the message's own format.
 The message framing (``_message_tokens``) is shared with the tiktoken counters
 (:mod:`agentstate_reducer.tokens.counters`), which count text exactly instead.
 """
@@ -13,10 +14,10 @@ from __future__ import annotations
 import math
 import typing
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from ..messages import AI, call_parts_of, content_of, role_of
+from ..messages import parts_of
 
 #: Tokens charged for each image content block (a fixed, documented cost).
 IMAGE_TOKENS = 85
@@ -692,42 +693,18 @@ def estimate_text_tokens(text: str) -> int:
     return max(1, math.ceil(_text_cost(text)))
 
 
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _content_tokens(content: Any, text_tokens: Callable[[str], int]) -> int:
-    """Tokens of a message's content: text by ``text_tokens``, images at a fixed cost."""
-    if content is None:
-        return 0
-    if isinstance(content, str):
-        return text_tokens(content)
-    if not isinstance(content, list):
-        return text_tokens(str(content))
-    total = 0
-    for block in content:
-        if isinstance(block, str):
-            total += text_tokens(block)
-        elif isinstance(block, Mapping):
-            if block.get("type") in ("image", "image_url", "input_image"):
-                total += IMAGE_TOKENS
-            elif isinstance(block.get("text"), str):
-                total += text_tokens(block["text"])
-            else:
-                total += text_tokens(_json(block))
-        else:
-            total += text_tokens(str(block))
-    return total
-
-
 def _message_tokens(message: Any, text_tokens: Callable[[str], int]) -> int:
-    """Framing, content and (for ai messages) tool-call names and arguments."""
-    total = MESSAGE_OVERHEAD + _content_tokens(content_of(message), text_tokens)
-    if role_of(message) == AI:
-        for name, arguments in call_parts_of(message):  # a legacy function_call too
-            total += TOOL_CALL_OVERHEAD + text_tokens(name) + text_tokens(arguments)
+    """Framing, then what the message's format says counts (see
+    :func:`~agentstate_reducer.messages.parts_of`): text, reasoning and tool results by
+    ``text_tokens``, images at a fixed cost, and for ai messages each call's name and
+    arguments (a legacy function_call too), each part once."""
+    texts, calls, images = parts_of(message)
+    total = MESSAGE_OVERHEAD + IMAGE_TOKENS * images if images else MESSAGE_OVERHEAD
+    for text in texts:
+        if text:
+            total += text_tokens(text)
+    for name, arguments in calls:
+        total += TOOL_CALL_OVERHEAD + text_tokens(name) + text_tokens(arguments)
     return total
 
 

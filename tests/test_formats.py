@@ -1,0 +1,794 @@
+"""Every wire format the reader supports, read, pruned, counted and written exactly: the
+findings of issue 20 as regression tests, each format's writers (summary block,
+placeholders, cuts, compressed answers) and its validity rules, and the refusals (an entry
+no format reads, a list mixing formats)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import pytest
+
+from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer.messages import (
+    COMBINED_RESULT,
+    SUMMARY_HEADER,
+    detect,
+    general_view,
+    is_summary,
+    parts_of,
+    read_view,
+    role_of,
+    slots_of,
+    tool_result_ids_of,
+    with_text,
+)
+from agentstate_reducer.policy import ClearToolOutputs, DropOldest, TruncateLargest
+from agentstate_reducer.tokens import estimate_tokens, resolve_token_counter, tiktoken_encoding
+from agentstate_reducer.validate import (
+    BAD_FIRST_MESSAGE,
+    DANGLING_CALL,
+    ORPHAN_REASONING,
+    ORPHAN_RESULT,
+    ROLES_NOT_ALTERNATING,
+    UNEXPECTED_ROLE,
+)
+
+from .strategies import (
+    ALTERNATING,
+    FORMAT_NAMES,
+    WIRE_FORMATS,
+    Call,
+    Element,
+    element_pairs,
+    render_dialogue,
+)
+
+# -- conversations in each format ----------------------------------------------------
+
+
+def _tool_loop(turns: int, steps: int = 2, calls: int = 2) -> list[Element]:
+    """``turns`` user turns, each ``steps`` tool steps of ``calls`` parallel calls, then
+    an answer (an Anthropic agent's history, written once for every format)."""
+    out: list[Element] = []
+    serial = 0
+    for turn in range(turns):
+        out.append(Element("question", text=f"question {turn}: what about city {turn}?"))
+        for step in range(steps):
+            made = tuple(
+                Call(f"call-{serial + n}", "weather", {"city": f"city {turn}.{step}.{n}"})
+                for n in range(calls)
+            )
+            serial += calls
+            out.append(Element("reply", text=f"checking {turn}.{step}", calls=made))
+            out.append(
+                Element(
+                    "results",
+                    results=tuple((c.id, c.name, f"sunny in {c.args['city']}") for c in made),
+                )
+            )
+        out.append(Element("reply", text=f"answer {turn}: sunny everywhere"))
+    return out
+
+
+def _kept_elements(result: Any, messages: list[Any], owners: list[int]) -> set[int]:
+    alive = {id(m) for m in result.surviving}
+    return {owners[i] for i, m in enumerate(messages) if id(m) in alive}
+
+
+def _protocol_problems(result: Any, fmt: str) -> list[Any]:
+    reducer = MessageReducer(config=ReducerConfig(format=FORMAT_NAMES[fmt]))
+    bad = (ORPHAN_RESULT, DANGLING_CALL, ROLES_NOT_ALTERNATING, UNEXPECTED_ROLE, ORPHAN_REASONING)
+    return [p for p in reducer.validate(result.surviving).problems if p.kind in bad]
+
+
+# -- the findings ----------------------------------------------------------------------
+
+
+def test_anthropic_count_and_token_windows_keep_every_result_with_its_call() -> None:
+    """The finding: Anthropic dicts kept results without their calls in 11 of 15 count
+    windows and 53 of 63 token windows, and took a user message of results for the newest
+    question. Now, in each of those windows, every ``tool_result`` keeps its ``tool_use``,
+    the real question stays and the list still alternates."""
+    elements = [*_tool_loop(3), Element("question", text="and tomorrow?")]
+    messages, owners = render_dialogue(elements, "anthropic")
+    assert detect(messages).name == "anthropic"
+    question = len(elements) - 1
+    windows = [dict(max_messages=m, min_messages=m // 2) for m in range(2, 17)]
+    total = sum(estimate_tokens(m) for m in messages)
+    windows += [dict(max_tokens=t) for t in range(10, total, max(1, total // 63))][:63]
+    assert len(windows) == 15 + 63
+    for window in windows:
+        for preserve_first in (True, False):
+            config = ReducerConfig(preserve_first=preserve_first, **window)  # type: ignore[arg-type]
+            result = MessageReducer(config=config).reduce(existing=messages)
+            kept = _kept_elements(result, messages, owners)
+            assert question in kept, window
+            for answers, call in element_pairs(elements).items():
+                assert (answers in kept) == (call in kept), (window, answers)
+            assert _protocol_problems(result, "anthropic") == [], window
+
+
+def test_anthropic_results_are_not_the_question_mid_tool_loop() -> None:
+    """A user message holding only ``tool_result`` blocks is a result: mid tool loop the
+    newest question is the user's last real question, and ``start_on_human`` prunes whole
+    turns up to it."""
+    elements = _tool_loop(2, steps=3)
+    elements = elements[:-1]  # the newest turn is still running
+    messages, _ = render_dialogue(elements, "anthropic")
+    assert read_view(messages[-1]).role == "tool"
+    question = "question 1: what about city 1?"
+    for start_on_human in (False, True):
+        config = ReducerConfig(
+            max_messages=4, min_messages=2, preserve_first=False, start_on_human=start_on_human
+        )
+        result = MessageReducer(config=config).reduce(existing=messages)
+        assert result.surviving[0]["content"] == question
+        assert [m["role"] for m in result.surviving] == ["user", "assistant", "user"]
+    old = MessageReducer(
+        config=ReducerConfig(max_messages=4, min_messages=2, preserve_first=False)
+    ).reduce(existing=[*messages, {"role": "assistant", "content": "done"}])
+    assert old.surviving[0]["content"] == question
+
+
+def test_a_user_message_with_results_and_text_keeps_its_group_when_it_is_the_question() -> None:
+    """A user message holding results and a new question is both: it leaves only with its
+    call, and as the newest question its whole group (the call too) stays."""
+    history = [
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "one"},
+        {"role": "user", "content": "second"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "42"},
+                {"type": "text", "text": "and what does 42 mean?"},
+            ],
+        },
+    ]
+    view = read_view(history[-1])
+    assert (view.role, view.results_for) == ("human", ("t1",))
+    for max_messages in range(1, 5):
+        config = ReducerConfig(max_messages=max_messages, min_messages=0, preserve_first=False)
+        result = MessageReducer(config=config).reduce(existing=history)
+        assert result.surviving[-2:] == history[-2:], max_messages
+
+
+def test_responses_items_are_pruned_and_bounded() -> None:
+    """The finding: Responses API call and output items have no role, so they were never
+    pruned (30 turns at min 4 / max 8 kept 63 items). Now the list is bounded, outputs go
+    with their calls and a reasoning item with the item after it."""
+    elements = []
+    for turn in range(30):
+        call = Call(f"call-{turn}", "lookup", {"q": turn})
+        elements += [
+            Element("question", text=f"question {turn}"),
+            Element("reply", reasoning=f"thinking {turn}", calls=(call,)),
+            Element("results", results=((call.id, "lookup", f"result {turn}"),)),
+            Element("reply", text=f"answer {turn}"),
+        ]
+    messages, owners = render_dialogue(elements, "responses")
+    assert len(messages) == 150 and detect(messages).name == "responses"
+    result = MessageReducer(min_messages=4, max_messages=8).reduce(existing=messages)
+    assert 4 <= len(result.surviving) <= 8
+    kept = _kept_elements(result, messages, owners)
+    for answers, call in element_pairs(elements).items():
+        assert (answers in kept) == (call in kept)
+    types = [m.get("type") for m in result.surviving]
+    for position, kind in enumerate(types):
+        if kind == "reasoning":
+            assert types[position + 1] == "function_call"
+    assert _protocol_problems(result, "responses") == []
+
+
+@pytest.mark.parametrize("fmt", WIRE_FORMATS)
+@pytest.mark.parametrize("where", ["output", "argument"])
+def test_a_40000_token_output_or_argument_counts_near_cl100k_base(fmt: str, where: str) -> None:
+    """The finding: a Responses output or argument counted 3 tokens at any size (a 40,000
+    token output under max_tokens=4000 pruned nothing); a Gemini content counted 3 tokens.
+    In every format, a 40,000-token tool output or argument counts within 0.7..1.5x of
+    cl100k_base by the default estimate, and exactly by ``token_counter="cl100k_base"``."""
+    encoding = tiktoken_encoding("cl100k_base")
+    words = "the report says latency rose while each request waited for its queue".split()  # noqa: SIM905
+    text = " ".join(words[n % 12] if n % 7 else f"{words[n % 12]} {n % 997}" for n in range(30_000))
+    reference = len(encoding.encode(text))
+    assert 30_000 < reference < 60_000
+    call = Call("c1", "lookup", {"q": text if where == "argument" else "x"})
+    elements = [Element("question", text="q"), Element("reply", calls=(call,))]
+    if where == "output":
+        elements.append(Element("results", results=(("c1", "lookup", text),)))
+    messages, owners = render_dialogue(elements, fmt)
+    big = [m for m, owner in zip(messages, owners, strict=True) if owner == len(elements) - 1]
+    estimate = sum(estimate_tokens(m) for m in big)
+    exact = sum(resolve_token_counter("cl100k_base")(m) for m in big)
+    assert 0.7 <= estimate / reference <= 1.5, estimate / reference
+    assert 0.98 <= exact / reference <= 1.02, exact / reference
+    elements.append(Element("reply", text="done"))
+    elements.append(Element("question", text="next question"))
+    messages, _ = render_dialogue(elements, fmt)
+    result = MessageReducer(config=ReducerConfig(max_tokens=4000)).reduce(existing=messages)
+    assert sum(estimate_tokens(m) for m in result.surviving) <= 4000
+    assert result.pruned
+
+
+def test_gemini_model_contents_are_pruned_and_their_text_counts() -> None:
+    """The finding: ``model`` was an unknown role, never pruned while user turns were, and
+    every content counted 3 tokens. Now model contents are the assistant's, pruned with
+    their turn, and a content counts its text."""
+    elements = _tool_loop(4, steps=1, calls=1)
+    messages, _ = render_dialogue(elements, "gemini")
+    assert role_of(messages[1]) == "ai"
+    long = {"role": "model", "parts": [{"text": "word " * 400}]}
+    assert estimate_tokens(long) > 300
+    result = MessageReducer(min_messages=3, max_messages=6).reduce(existing=messages)
+    assert all(m["role"] in ("user", "model") for m in result.surviving)
+    assert any(m["role"] == "model" for m in result.pruned)
+    assert len(result.surviving) <= 6
+    assert _protocol_problems(result, "gemini") == []
+
+
+def test_gemini_calls_without_ids_pair_by_name_and_order() -> None:
+    """Gemini calls without ids: a content calling ``lookup`` twice waits for two
+    responses named ``lookup``; the response content leaves with it."""
+    messages = [
+        {"role": "user", "parts": [{"text": "q1"}]},
+        {
+            "role": "model",
+            "parts": [
+                {"functionCall": {"name": "lookup", "args": {"q": 1}}},
+                {"functionCall": {"name": "lookup", "args": {"q": 2}}},
+            ],
+        },
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"name": "lookup", "response": {"r": 1}}},
+                {"functionResponse": {"name": "lookup", "response": {"r": 2}}},
+            ],
+        },
+        {"role": "model", "parts": [{"text": "done"}]},
+        {"role": "user", "parts": [{"text": "q2"}]},
+    ]
+    assert MessageReducer().validate(messages).problems == []
+    result = MessageReducer(
+        config=ReducerConfig(max_messages=3, min_messages=1, preserve_first=False)
+    ).reduce(existing=messages)
+    assert result.pruned == messages[:4]
+    one_short = [*messages[:2], {**messages[2], "parts": messages[2]["parts"][:1]}]
+    kinds = {p.kind for p in MessageReducer().validate(one_short).problems}
+    assert DANGLING_CALL in kinds
+
+
+def test_bedrock_default_preserve_first_never_leaves_two_user_messages() -> None:
+    """The finding: with the default ``preserve_first`` a Bedrock list ended as ``[user,
+    user]``, which Converse refuses. In every count window the kept first user message is
+    followed by an assistant message (or the block of a summary), roles alternate and
+    every ``toolResult`` keeps its ``toolUse``."""
+    elements = _tool_loop(4, steps=1)
+    messages, _ = render_dialogue(elements, "bedrock")
+    for max_messages in range(2, len(messages)):
+        for min_messages in range(0, max_messages + 1):
+            config = ReducerConfig(max_messages=max_messages, min_messages=min_messages)
+            result = MessageReducer(config=config).reduce(existing=messages)
+            roles = [m["role"] for m in result.surviving]
+            assert all(a != b for a, b in itertools.pairwise(roles)), roles
+            assert _protocol_problems(result, "bedrock") == []
+
+
+def test_langchain_calls_in_tool_calls_and_blocks_count_once() -> None:
+    """The finding: an AIMessage holding Anthropic ``tool_use`` blocks and ``tool_calls``
+    counted the arguments twice (2,035 vs 1,011 tokens). The same call is counted once,
+    whether it is in both places, in ``tool_calls`` only or in the blocks only."""
+    from langchain_core.messages import AIMessage
+
+    args = {"query": "weather in paris and lyon " * 150}
+    use = {"type": "tool_use", "id": "t1", "name": "search", "input": args}
+    text = {"type": "text", "text": "Let me check."}
+    both = AIMessage(content=[text, use], tool_calls=[{"id": "t1", "name": "search", "args": args}])
+    calls_only = AIMessage(
+        "Let me check.", tool_calls=[{"id": "t1", "name": "search", "args": args}]
+    )
+    blocks_only = AIMessage(content=[text, use])
+    counts = {estimate_tokens(m) for m in (both, calls_only, blocks_only)}
+    assert len(counts) == 1, counts
+    assert read_view(blocks_only).call_ids == ("t1",) == read_view(both).call_ids
+
+
+def test_langchain_calls_held_only_in_blocks_are_paired() -> None:
+    """What ``convert_to_messages`` makes of Anthropic dicts (calls only as ``tool_use``
+    blocks, results as ``tool_result`` blocks in a HumanMessage) and v1 ``tool_call``
+    blocks are paired: pruned together, checked by validate."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, convert_to_messages
+
+    anthropic, _ = render_dialogue(_tool_loop(3, steps=1), "anthropic")
+    converted = convert_to_messages(anthropic)
+    assert MessageReducer().validate(converted).problems == []
+    result = MessageReducer(min_messages=3, max_messages=6).reduce(existing=converted)
+    assert MessageReducer().validate(result.surviving).problems == []
+    v1 = [
+        HumanMessage("q"),
+        AIMessage(content=[{"type": "tool_call", "id": "c9", "name": "f", "args": {}}]),
+        ToolMessage("r", tool_call_id="c9"),
+        HumanMessage("q2"),
+    ]
+    assert read_view(v1[1]).call_ids == ("c9",)
+    pruned = MessageReducer(
+        config=ReducerConfig(max_messages=2, min_messages=1, preserve_first=False)
+    ).reduce(existing=v1)
+    assert pruned.pruned == v1[:3]
+
+
+def test_llama_index_ids_in_additional_kwargs_pair_and_tool_call_blocks_count() -> None:
+    """The finding: llama-index's ``tool_call_id`` in ``additional_kwargs`` was not read (a
+    call pruned, its result left) and ``ToolCallBlock`` arguments did not count."""
+    from llama_index.core.base.llms.types import ChatMessage, TextBlock, ToolCallBlock
+
+    messages, _ = render_dialogue(_tool_loop(3, steps=1, calls=1), "llama_index")
+    assert read_view(messages[2]).result_for == "call-0"
+    result = MessageReducer(
+        config=ReducerConfig(max_messages=5, min_messages=3, preserve_first=False)
+    ).reduce(existing=messages)
+    assert MessageReducer().validate(result.surviving).problems == []
+    big = {"text": "long argument " * 200}
+    block = ChatMessage(
+        role="assistant",
+        blocks=[
+            TextBlock(text="x"),
+            ToolCallBlock(tool_call_id="c", tool_name="f", tool_kwargs=big),
+        ],
+    )
+    assert estimate_tokens(block) > 200
+    assert all(isinstance(m, ChatMessage) for m in result.surviving)
+
+
+# -- detection and refusals ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", WIRE_FORMATS)
+def test_each_format_is_told_from_the_list_itself(fmt: str) -> None:
+    """A tool-calling list of each format is recognised without being named."""
+    messages, _ = render_dialogue(_tool_loop(2), fmt)
+    assert detect(messages).name == FORMAT_NAMES[fmt]
+    for message in messages:
+        assert read_view(message) == general_view(message)
+
+
+def test_a_list_of_plain_text_messages_is_chat_unless_named() -> None:
+    """Plain text dicts read the same in Chat, Anthropic and Responses lists: read as Chat,
+    or by the format ``ReducerConfig(format=...)`` names (whose rules then hold)."""
+    plain = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    plain += [{"role": "user", "content": "c"}]
+    assert detect(plain).name == "chat"
+    assert detect(plain, "anthropic").name == "anthropic"
+    kept_first = MessageReducer(config=ReducerConfig(max_messages=2, min_messages=1))
+    assert [m["content"] for m in kept_first.reduce(existing=plain).surviving] == ["a", "c"]
+    anthropic = MessageReducer(
+        config=ReducerConfig(max_messages=2, min_messages=1, format="anthropic")
+    )
+    assert [m["content"] for m in anthropic.reduce(existing=plain).surviving] == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "words"),
+    [
+        ("anthropic", "bedrock", ("Bedrock Converse", "Anthropic")),
+        ("chat", "gemini", ("Gemini", "Chat Completions or LangChain")),
+        ("responses", "anthropic", ("Anthropic", "Responses API")),
+        ("llama_index", "chat", ("Chat Completions", "llama-index")),
+        ("gemini_objects", "bedrock", ("Bedrock Converse", "Gemini")),
+    ],
+)
+def test_a_list_mixing_formats_is_refused_naming_both_messages(
+    first: str, second: str, words: tuple[str, str]
+) -> None:
+    """A list no single format fits raises TypeError naming both messages' indexes and
+    formats, from reduce and from validate."""
+    a, _ = render_dialogue(_tool_loop(1, steps=1), first)
+    b, _ = render_dialogue(_tool_loop(1, steps=1), second)
+    mixed = a + b
+    for call in (
+        lambda: MessageReducer(min_messages=1, max_messages=2).reduce(existing=mixed),
+        lambda: MessageReducer().validate(mixed),
+    ):
+        with pytest.raises(TypeError) as caught:
+            call()
+        message = str(caught.value)
+        assert words[0] in message and words[1] in message, message
+        assert (
+            f"existing[{len(a)}]" in message or f"messages[{len(a)}]" in message or ("[" in message)
+        )
+
+
+def test_chat_dicts_langchain_forms_and_messages_mix() -> None:
+    """The mixes LangGraph channels hold stay accepted: Chat dicts, LangChain's dict and
+    serialised forms, LangChain messages and duck-typed objects, with tool pairs across
+    them."""
+    from langchain_core.messages import AIMessage, ToolMessage, messages_to_dict
+
+    from .strategies import Duck
+
+    mixed = [
+        {"role": "system", "content": "s"},
+        {"type": "human", "content": "q1"},
+        AIMessage("", tool_calls=[{"id": "c1", "name": "f", "args": {}}]),
+        messages_to_dict([ToolMessage("r", tool_call_id="c1")])[0],
+        Duck(type="ai", content="a1"),
+        {"role": "user", "content": "q2"},
+    ]
+    assert detect(mixed).name == "chat"
+    result = MessageReducer(min_messages=2, max_messages=3).reduce(existing=mixed)
+    assert result.surviving == [mixed[0], mixed[4], mixed[5]]
+
+
+def test_the_named_format_must_fit_every_message() -> None:
+    """``ReducerConfig(format=...)``: a message that is not of that format is a TypeError
+    naming it; an unknown format name is a ValueError."""
+    with pytest.raises(TypeError, match=r"existing\[1\]: format='bedrock' was given"):
+        MessageReducer(
+            config=ReducerConfig(format="bedrock", max_messages=1, min_messages=0)
+        ).reduce(
+            existing=[
+                {"role": "user", "content": [{"text": "a"}]},
+                {"role": "user", "content": "b"},
+            ]
+        )
+    with pytest.raises(ValueError, match=r"format must be one of .*'anthropic'.*got 'openai'"):
+        ReducerConfig(format="openai")
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        ({"role": "user", "content": [{"text": "a"}, {"toolUze": {}}]}, "not a Converse block"),
+        ({"role": "model", "parts": "text"}, "'parts' is a list"),
+        ({"type": "message", "content": "x"}, "needs a string 'role'"),
+        ({"role": "user", "content": [{"type": "tool_result"}, {"type": "input_text"}]}, "blocks"),
+        ({"role": "user", "content": 5}, None),
+    ],
+)
+def test_an_entry_no_format_reads_is_a_type_error_naming_it(
+    entry: Any, expected: str | None
+) -> None:
+    """An entry the reader cannot place raises TypeError naming its index and what was
+    expected, never passes as an unknown message."""
+    history = [{"role": "user", "content": "ok"}, entry]
+    try:
+        MessageReducer(min_messages=1, max_messages=5).reduce(existing=history)
+    except TypeError as exc:
+        assert "existing[1]" in str(exc)
+        if expected is not None:
+            assert expected in str(exc)
+    else:
+        assert expected is None  # a Chat dict with odd content still reads as Chat
+        assert read_view(entry).role == "human"
+
+
+# -- validity rules ------------------------------------------------------------------
+
+
+def test_validate_checks_the_responses_rules() -> None:
+    """Responses API: an output without its call before it, a call without its output and
+    a reasoning item without an item after it are each reported at their index; an output
+    need not come right after its call."""
+    items: list[Any] = [
+        {"role": "user", "content": "q"},
+        {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"},
+        {"type": "function_call", "call_id": "b", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "b", "output": "1"},
+        {"type": "function_call_output", "call_id": "a", "output": "2"},
+        {"type": "function_call_output", "call_id": "zz", "output": "3"},
+        {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+        {"role": "user", "content": "q2"},
+        {"type": "reasoning", "summary": []},
+    ]
+    problems = MessageReducer().validate(items).problems
+    assert [(p.kind, p.index) for p in problems] == [
+        (ORPHAN_RESULT, 5),
+        (DANGLING_CALL, 6),
+        (ORPHAN_REASONING, 8),
+    ]
+
+
+@pytest.mark.parametrize("fmt", sorted(ALTERNATING))
+def test_validate_checks_alternation_and_roles(fmt: str) -> None:
+    """Anthropic, Bedrock and Gemini: two user messages in a row, a first message from the
+    model and a system message in the list are each reported."""
+    messages, _ = render_dialogue(_tool_loop(2, steps=1), fmt)
+    assert MessageReducer().validate(messages).problems == []
+    doubled = [messages[0], messages[0], *messages[1:]]
+    kinds = [p.kind for p in MessageReducer().validate(doubled).problems]
+    assert kinds == [ROLES_NOT_ALTERNATING]
+    kinds = [p.kind for p in MessageReducer().validate(messages[1:]).problems]
+    assert BAD_FIRST_MESSAGE in kinds
+    if fmt == "anthropic":
+        system = [{"role": "system", "content": "be brief"}, *messages]
+        kinds = [p.kind for p in MessageReducer().validate(system).problems]
+        assert kinds == [UNEXPECTED_ROLE]
+
+
+# -- writing in the list's own format ------------------------------------------------
+
+
+def _summarising(**options: Any) -> MessageReducer:
+    return MessageReducer(
+        config=ReducerConfig(
+            summarize_fn=lambda messages: "they talked", inject_summary=True, **options
+        )
+    )
+
+
+@pytest.mark.parametrize("fmt", WIRE_FORMATS)
+@pytest.mark.parametrize("preserve_first", [True, False])
+def test_the_summary_block_is_written_in_the_lists_format(fmt: str, preserve_first: bool) -> None:
+    """The injected summary is a message of the list's own format and kind (objects of the
+    same class), marked as a summary, and the list stays valid for its format (roles still
+    alternate where they must)."""
+    messages, _ = render_dialogue(_tool_loop(4, steps=1), fmt)
+    reducer = _summarising(
+        max_messages=8, min_messages=5, preserve_first=preserve_first, format=FORMAT_NAMES[fmt]
+    )
+    result = reducer.reduce(existing=messages)
+    assert result.summary == "they talked"
+    block = result.summary_messages
+    assert block and all(is_summary(m) for m in block)
+    assert all(
+        type(m) is type(messages[1]) or isinstance(m, dict) == isinstance(messages[1], dict)
+        for m in block
+    )
+    if fmt in ("gemini_objects", "llama_index", "langchain", "langchain_blocks"):
+        assert all(type(m).__name__ == type(messages[0]).__name__ for m in block)
+    assert detect(result.surviving).name == FORMAT_NAMES[fmt]
+    assert _protocol_problems(result, fmt) == []
+    text = next(s.text for s in slots_of(block[0]) if s.kind == "text")
+    assert text == SUMMARY_HEADER + "they talked"
+
+
+def test_alternating_summary_blocks_take_the_side_their_neighbours_leave() -> None:
+    """Bedrock: after a kept first user message the block is an assistant message and the
+    rest starts with the user; with nothing kept first it is a user message followed by an
+    assistant message."""
+    messages, _ = render_dialogue(_tool_loop(4, steps=1), "bedrock")
+    kept_first = _summarising(max_messages=8, min_messages=5).reduce(existing=messages)
+    roles = [m["role"] for m in kept_first.surviving]
+    assert roles[:3] == ["user", "assistant", "user"] and is_summary(kept_first.surviving[1])
+    fresh = _summarising(max_messages=8, min_messages=5, preserve_first=False).reduce(
+        existing=messages
+    )
+    roles = [m["role"] for m in fresh.surviving]
+    assert roles[:2] == ["user", "assistant"] and is_summary(fresh.surviving[0])
+
+
+def test_clear_tool_outputs_writes_a_placeholder_into_every_result_a_message_holds() -> None:
+    """Anthropic, Bedrock, Gemini and Responses: older results are cleared in their own
+    shape (a ``tool_result``'s content, a ``toolResult``'s content block, a function
+    response's ``output``, an output item's ``output``), the newest ``keep_last`` results
+    kept, calls and ids untouched."""
+    step = ClearToolOutputs(keep_last=1)
+    for fmt in ("anthropic", "bedrock", "gemini", "gemini_objects", "responses", "llama_index"):
+        elements = _tool_loop(3, steps=1, calls=2)
+        elements = [
+            Element(e.kind, e.text, results=tuple((i, n, o * 40) for i, n, o in e.results))
+            if e.kind == "results"
+            else e
+            for e in elements
+        ]
+        messages, _ = render_dialogue(elements, fmt)
+        total = sum(estimate_tokens(m) for m in messages)
+        reducer = MessageReducer(
+            config=ReducerConfig(max_tokens=total - 1, policy=[step, DropOldest()])
+        )
+        result = reducer.reduce(existing=messages)
+        results = [s for m in result.surviving for s in slots_of(m) if s.kind == "result"]
+        assert [s.text == step.placeholder for s in results] == [True] * (len(results) - 1) + [
+            False
+        ], fmt
+        assert all(
+            read_view(m).role == read_view(o).role
+            for m, o in zip(result.surviving, messages, strict=True)
+        )
+        assert [tool_result_ids_of(m) for m in result.surviving] == [
+            tool_result_ids_of(m) for m in messages
+        ]
+        assert result.rewritten  # the originals, handed over
+
+
+def test_truncate_largest_cuts_the_largest_result_in_its_own_shape() -> None:
+    """TruncateLargest cuts an Anthropic ``tool_result`` (the message's last text) and leaves
+    the marker there; the block stays a ``tool_result`` of the same call."""
+    big = "lorem ipsum dolor sit amet " * 400
+    messages = [
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": big}]},
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "next"},
+    ]
+    total = sum(estimate_tokens(m) for m in messages)
+    reducer = MessageReducer(
+        config=ReducerConfig(max_tokens=total // 3, policy=[TruncateLargest()])
+    )
+    result = reducer.reduce(existing=messages)
+    cut = result.surviving[2]["content"][0]
+    assert cut["type"] == "tool_result" and cut["tool_use_id"] == "t"
+    assert "truncated" in cut["content"] and len(cut["content"]) < len(big)
+    assert sum(estimate_tokens(m) for m in result.surviving) <= total // 3
+
+
+def test_a_text_answer_is_written_into_the_originals_shape() -> None:
+    """``with_text`` (what a Compress text answer becomes): the first result of a message
+    holding several gets the text, the others say they were condensed with it; a model
+    turn's calls stay when its text changes."""
+    results = {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "a", "content": "long a"},
+            {"type": "tool_result", "tool_use_id": "b", "content": "long b"},
+        ],
+    }
+    short = with_text(results, "a and b")
+    assert [b["content"] for b in short["content"]] == ["a and b", COMBINED_RESULT]
+    assert read_view(short) == read_view(results)
+    turn = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "first"},
+            {"type": "text", "text": "second"},
+            {"type": "tool_use", "id": "x", "name": "f", "input": {}},
+        ],
+    }
+    shorter = with_text(turn, "both")
+    assert shorter["content"] == [{"type": "text", "text": "both"}, turn["content"][2]]
+
+
+def test_compress_writes_text_answers_into_every_format() -> None:
+    """A Compress step whose compressor answers text keeps each format's shape and pairs."""
+    from agentstate_reducer.compress import Compress
+
+    for fmt in ("anthropic", "bedrock", "gemini", "responses", "llama_index", "gemini_objects"):
+        elements = _tool_loop(3, steps=1, calls=2)
+        elements = [
+            Element(e.kind, e.text, results=tuple((i, n, o * 40) for i, n, o in e.results))
+            if e.kind == "results"
+            else e
+            for e in elements
+        ]
+        messages, _ = render_dialogue(elements, fmt)
+        total = sum(estimate_tokens(m) for m in messages)
+        step = Compress(lambda given: ["short"] * len(given), keep_last=0)
+        reducer = MessageReducer(
+            config=ReducerConfig(max_tokens=total // 2, policy=[step, DropOldest()])
+        )
+        result = reducer.reduce(existing=messages)
+        assert any(s.text == "short" for m in result.surviving for s in slots_of(m)), fmt
+        assert _protocol_problems(result, fmt) == [], fmt
+
+
+def test_parts_count_reasoning_images_and_calls_once() -> None:
+    """What counts, in one message of each kind: reasoning text, images at a fixed cost,
+    each call's name and arguments."""
+    anthropic = {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "let me think", "signature": "opaque"},
+            {"type": "redacted_thinking", "data": "opaque"},
+            {"type": "tool_use", "id": "t", "name": "f", "input": {"a": 1}},
+        ],
+    }
+    parts = parts_of(anthropic)
+    assert parts.texts == ["let me think"] and parts.calls == [("f", '{"a":1}')]
+    gemini = {
+        "role": "user",
+        "parts": [{"text": "see"}, {"inlineData": {"mimeType": "image/png", "data": "x"}}],
+    }
+    assert parts_of(gemini).images == 1 and parts_of(gemini).texts == ["see"]
+    responses = {"type": "reasoning", "summary": [{"type": "summary_text", "text": "plan"}]}
+    assert parts_of(responses).texts == ["plan"]
+    assert json.loads(
+        parts_of(
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": '{"x": 2}'}
+        ).calls[0][1]
+    ) == {"x": 2}
+
+
+@pytest.mark.parametrize("fmt", WIRE_FORMATS)
+@pytest.mark.parametrize("counter", ["approximate", "cl100k_base"])
+def test_every_counter_reads_every_format(fmt: str, counter: str) -> None:
+    """LangChain's ``count_tokens_approximately`` (given a message of another format as a
+    Chat dict of what it counts) and tiktoken count every format; the reduce then keeps
+    its budget and its pairs."""
+    elements = _tool_loop(3)
+    messages, owners = render_dialogue(elements, fmt)
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=200, token_counter=counter))
+    result = reducer.reduce(existing=messages)
+    assert result.pruned and result.tokens_after <= 200
+    kept = _kept_elements(result, messages, owners)
+    for answers, call in element_pairs(elements).items():
+        assert (answers in kept) == (call in kept)
+
+
+def test_mark_summary_marks_formats_without_metadata_by_the_header() -> None:
+    """``mark_summary`` (what a ``summary_message_factory``'s messages get) puts the header
+    line in front of the first text of a message whose format has no metadata slot, as an
+    object of the same class; a message without text cannot be marked."""
+    from google.genai import types
+
+    from agentstate_reducer.summary import mark_summary
+
+    content = types.Content(role="model", parts=[types.Part(text="they talked")])
+    marked = mark_summary(content)
+    assert isinstance(marked, types.Content) and is_summary(marked)
+    assert marked.parts[0].text == SUMMARY_HEADER + "they talked"
+    bedrock = mark_summary({"role": "user", "content": [{"text": "x"}]})
+    assert bedrock["content"][0]["text"].startswith(SUMMARY_HEADER)
+    with pytest.raises(TypeError, match="without text"):
+        mark_summary({"role": "user", "content": [{"image": {"format": "png", "source": {}}}]})
+
+
+def test_sdk_objects_read_as_their_format() -> None:
+    """The OpenAI SDK's Responses items (``ResponseFunctionToolCall``, output messages,
+    reasoning items) and the Anthropic SDK's blocks (a ``response.content`` appended as it
+    came) and ``Message`` objects are read as the Responses API and Anthropic formats."""
+    from anthropic.types import Message, TextBlock, ToolUseBlock, Usage
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+        ResponseReasoningItem,
+    )
+    from openai.types.responses.response_reasoning_item import Summary
+
+    call = ResponseFunctionToolCall(
+        type="function_call", call_id="c1", name="f", arguments='{"a": 1}', id="fc_1"
+    )
+    text = ResponseOutputText(type="output_text", text="done", annotations=[])
+    answer = ResponseOutputMessage(
+        type="message", role="assistant", id="msg_1", status="completed", content=[text]
+    )
+    thought = ResponseReasoningItem(
+        type="reasoning", id="rs_1", summary=[Summary(type="summary_text", text="plan")]
+    )
+    items = [
+        {"role": "user", "content": "q"},
+        thought,
+        call,
+        {"type": "function_call_output", "call_id": "c1", "output": "r"},
+        answer,
+    ]
+    assert detect(items).name == "responses"
+    assert MessageReducer().validate(items).problems == []
+    assert [read_view(m).joins for m in items] == [0, 2, 1, 0, 1]
+    assert parts_of(thought).texts == ["plan"] and parts_of(call).calls == [("f", '{"a": 1}')]
+    turn = {
+        "role": "assistant",
+        "content": [
+            TextBlock(type="text", text="let me"),
+            ToolUseBlock(type="tool_use", id="t1", name="f", input={"x": 1}),
+        ],
+    }
+    result = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "r"}],
+    }
+    history = [{"role": "user", "content": "q"}, turn, result]
+    assert detect(history).name == "anthropic"
+    assert MessageReducer().validate(history).problems == []
+    message = Message(
+        id="msg_2",
+        type="message",
+        role="assistant",
+        model="claude",
+        content=[ToolUseBlock(type="tool_use", id="t2", name="g", input={})],
+        stop_reason="tool_use",
+        stop_sequence=None,
+        usage=Usage(input_tokens=1, output_tokens=1),
+    )
+    assert read_view(message).call_ids == ("t2",) and detect([message]).name == "anthropic"
