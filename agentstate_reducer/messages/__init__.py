@@ -66,6 +66,7 @@ from .reader import (
     tool_result_ids_of,
     view_of,
     with_content,
+    with_id,
     with_slots,
     with_text,
 )
@@ -127,6 +128,7 @@ __all__ = [
     "tool_result_ids_of",
     "view_of",
     "with_content",
+    "with_id",
     "with_slots",
     "with_text",
 ]

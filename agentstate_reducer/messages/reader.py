@@ -588,3 +588,18 @@ def with_content(msg: Any, content: Any) -> Any:
     else:
         key = "content"
     return set_field(msg, key, content)
+
+
+def with_id(msg: Any, new_id: str) -> Any:
+    """``msg`` with ``new_id`` when it has no id and its kind carries one (a dict, the
+    serialised form, a LangChain message); else ``msg`` itself."""
+    if id_of(msg) is not None:
+        return msg
+    if isinstance(msg, Mapping):
+        if is_serialized(msg):
+            return {**msg, "data": {**msg["data"], "id": new_id}}
+        return {**msg, "id": new_id}
+    model_copy = getattr(msg, "model_copy", None)
+    if callable(model_copy) and hasattr(msg, "id"):
+        return model_copy(update={"id": new_id})
+    return msg
