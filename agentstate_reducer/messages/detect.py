@@ -9,8 +9,8 @@ text message ``{"role": "user", "content": "hi"}`` fits Chat, Anthropic and the 
 API alike, a ``tool_use`` block only Anthropic.
 
 A list's format is the one every message fits (:func:`list_format`): the first of Chat,
-Anthropic, Responses, Gemini, Bedrock, llama-index, pydantic-ai that all of them fit, so a list of plain
-text messages is Chat. A list no single format fits is refused with a ``TypeError`` naming
+Anthropic, Responses, Gemini, Bedrock, llama-index, pydantic-ai that all of them fit, so a
+list of plain text messages is Chat. A list no single format fits is refused with a ``TypeError`` naming
 two of its messages and their formats. Chat dicts, LangChain's dict and serialised forms,
 LangChain messages and duck-typed objects are one format (the Chat family: LangGraph
 channels mix them); Gemini dicts and google-genai ``Content`` objects are one format too.

@@ -177,7 +177,9 @@ class PydanticAIFormat(MessageFormat):
                 elif item_kind == "cache-point":
                     continue
                 elif isinstance(get(item, "content"), str):
-                    parsed.add_text(get(item, "content"), (*where, "content", item_index, "content"))
+                    parsed.add_text(
+                        get(item, "content"), (*where, "content", item_index, "content")
+                    )
                 else:
                     parsed.texts.append(as_text(_fields(item)))
         elif kind in ("tool-return", "retry-prompt"):
@@ -271,7 +273,9 @@ class PydanticAIFormat(MessageFormat):
         sides = block_sides(True, before, after)
         texts = [text, SUMMARY_FILLER][: len(sides)]
         dicts = bool(messages) and all(isinstance(m, Mapping) for m in messages)
-        return [_summary_message(side, body, dicts) for side, body in zip(sides, texts, strict=True)]
+        return [
+            _summary_message(side, body, dicts) for side, body in zip(sides, texts, strict=True)
+        ]
 
     def with_text(self, msg: Any, text: str) -> Any:
         """``msg`` saying only ``text``: one user prompt in a request, one text part in a
