@@ -10,13 +10,14 @@ API alike, a ``tool_use`` block only Anthropic.
 
 A list's format is the one every message fits (:func:`list_format`): the first of Chat,
 Anthropic, Responses, Gemini, Bedrock, llama-index, pydantic-ai that all of them fit, so a
-list of plain text messages is Chat. A list no single format fits is refused with a ``TypeError`` naming
-two of its messages and their formats. Chat dicts, LangChain's dict and serialised forms,
-LangChain messages and duck-typed objects are one format (the Chat family: LangGraph
-channels mix them); Gemini dicts and google-genai ``Content`` objects are one format too.
-Any other mix is refused: Anthropic, Responses, Gemini, Bedrock and llama-index messages
-with each other or with the Chat family (a plain text dict fits Chat, Anthropic and
-Responses lists).
+list of plain text messages is Chat. A list no single format fits is refused with a
+``TypeError`` naming two of its messages and their formats. Chat dicts, LangChain's dict
+and serialised forms, LangChain messages and duck-typed objects are one format (the Chat
+family: LangGraph channels mix them); Gemini dicts and google-genai ``Content`` objects are
+one format too, and so are pydantic-ai's messages and their serialised dicts. Any other mix
+is refused: Anthropic, Responses, Gemini, Bedrock, llama-index and pydantic-ai messages with
+each other or with the Chat family (a plain text dict fits Chat, Anthropic and Responses
+lists).
 
 ``ReducerConfig(format=...)`` names the format instead (for a list of plain text messages
 that should follow Anthropic's rules, say); every message must then fit it.
@@ -263,8 +264,8 @@ def combine(
             f"{where(index - offset)} is {_describe_formats(view.formats)} message, but "
             f"{where(other - offset)} is {_describe_formats(every[other].formats)} one: a "
             "list holds messages of one format (Chat dicts, LangChain's dict forms and "
-            "LangChain messages may be mixed; Anthropic, Responses API, Gemini, Bedrock and "
-            "llama-index messages may not, with each other or with those)"
+            "LangChain messages may be mixed; Anthropic, Responses API, Gemini, Bedrock, "
+            "llama-index and pydantic-ai messages may not, with each other or with those)"
         )
     raise TypeError(  # pragma: no cover - the running mask found the conflict above
         "the messages fit no single format"
