@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("pydantic_ai", reason="the [pydantic-ai] extra is not installed")
 
-from pydantic_ai.messages import (  # noqa: E402
+from pydantic_ai.messages import (
     BinaryContent,
     ImageUrl,
     ModelMessagesTypeAdapter,
@@ -24,9 +24,9 @@ from pydantic_ai.messages import (  # noqa: E402
     UserPromptPart,
 )
 
-from agentstate_reducer import MessageReducer, ReducerConfig  # noqa: E402
-from agentstate_reducer.messages import detect, parts_of, view_of  # noqa: E402
-from agentstate_reducer.policy import DEFAULT_PLACEHOLDER, ClearToolOutputs, DropOldest  # noqa: E402
+from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer.messages import detect, parts_of, view_of
+from agentstate_reducer.policy import DEFAULT_PLACEHOLDER, ClearToolOutputs, DropOldest
 
 
 def conversation(turns: int) -> list[Any]:
