@@ -51,8 +51,8 @@ __all__ = ["STATE_KEY_PREFIX", "BeforeModelCallback", "before_model_callback"]
 
 logger = logging.getLogger(__name__)
 
-#: The session state key of an agent's record is this prefix and the agent's name.
 STATE_KEY_PREFIX = "agentstate_reducer:"
+"""The session state key of an agent's record is this prefix and the agent's name."""
 
 BeforeModelCallback = Callable[[CallbackContext, LlmRequest], Awaitable[LlmResponse | None]]
 """What :func:`before_model_callback` returns: an async ADK ``before_model_callback``."""
