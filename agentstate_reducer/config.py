@@ -199,7 +199,8 @@ class ReducerConfig:
         format: The lists' wire format, when it should not be told from each list (see
             :mod:`agentstate_reducer.messages.detect`): ``"chat"`` (Chat Completions and
             LangChain, also ``"langchain"`` and ``"duck"``), ``"anthropic"``,
-            ``"responses"``, ``"gemini"``, ``"bedrock"`` or ``"llama_index"``. None (the
+            ``"responses"``, ``"gemini"``, ``"bedrock"``, ``"llama_index"`` or
+            ``"pydantic_ai"``. None (the
             default) recognises each list's format from its messages; a list of plain text
             messages, which read the same in several formats, is read as Chat: name the
             format to have its rules kept there (Anthropic's alternating roles, say). Every

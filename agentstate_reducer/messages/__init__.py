@@ -6,7 +6,8 @@ One module per format, each stating its pairing, validity, counting and writing 
 :mod:`.anthropic` (Anthropic Messages API), :mod:`.responses` (OpenAI Responses API items,
 as the OpenAI Agents SDK stores them), :mod:`.gemini` (Gemini contents and google-genai
 objects, as Google ADK holds them), :mod:`.bedrock` (Bedrock Converse, as Strands holds
-it), :mod:`.llama_index` (llama-index ``ChatMessage``). :mod:`.detect` tells a list's
+it), :mod:`.llama_index` (llama-index ``ChatMessage``), :mod:`.pydantic_ai` (pydantic-ai's
+``ModelRequest`` and ``ModelResponse``). :mod:`.detect` tells a list's
 format from the list itself; :mod:`.reader` holds the accessors that read any of them, and
 :mod:`.base` what they share (:class:`MessageView`, :class:`Parts`, :class:`Slot`,
 :class:`MessageFormat`).
@@ -25,6 +26,7 @@ from .base import (
     HUMAN,
     LLAMA_INDEX,
     PLAIN,
+    PYDANTIC_AI,
     REASONING_ITEM,
     RESPONSES,
     ROLE_ALIASES,
@@ -85,6 +87,7 @@ __all__ = [
     "HUMAN",
     "LLAMA_INDEX",
     "PLAIN",
+    "PYDANTIC_AI",
     "REASONING_ITEM",
     "RESPONSES",
     "ROLE_ALIASES",

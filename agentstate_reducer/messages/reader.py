@@ -4,7 +4,8 @@ Every accessor here takes a message of any format and asks the module of its sha
 (:func:`~.detect.reader_of`): Chat Completions dicts and LangChain's dict forms
 (:mod:`.chat`), LangChain messages (:mod:`.langchain`), duck-typed objects (:mod:`.duck`),
 Anthropic (:mod:`.anthropic`), the Responses API (:mod:`.responses`), Gemini
-(:mod:`.gemini`), Bedrock Converse (:mod:`.bedrock`) and llama-index (:mod:`.llama_index`).
+(:mod:`.gemini`), Bedrock Converse (:mod:`.bedrock`), llama-index (:mod:`.llama_index`) and
+pydantic-ai (:mod:`.pydantic_ai`).
 No framework is imported to read a message.
 
 :func:`read_view` is the reducer's hot path: Chat dicts and LangChain messages are read
@@ -577,7 +578,11 @@ def with_content(msg: Any, content: Any) -> Any:
     from .blocks import set_field
 
     name = fmt.name
-    if name == "gemini":
+    if name == "pydantic_ai" and isinstance(content, str):
+        from .pydantic_ai import PYDANTIC_AI_FORMAT
+
+        return PYDANTIC_AI_FORMAT.with_text(msg, content)
+    if name in ("gemini", "pydantic_ai"):
         key = "parts"
     elif name == "llama_index":
         if isinstance(content, str):
