@@ -11,11 +11,17 @@ drivers know how user code is called:
   a private event loop in a worker thread (so it works inside and outside a running loop);
 * an object with both forms (a callable with an ``acall`` coroutine method, such as the LLM
   summarizer) is called by :func:`drive` and its ``acall`` awaited by :func:`adrive`.
+
+A reduce may also yield :class:`Wait`: wait, at most ``timeout`` seconds, for a
+:class:`Signal` another reduce sets (the hand-off's claims on messages in flight).
+:func:`drive` blocks its thread on it; :func:`adrive` awaits it, so the event loop keeps
+running other tasks meanwhile (the reduce that sets it may run on the same loop).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import threading
 import time
@@ -43,7 +49,72 @@ class Outcome:
     error: Exception | None = None
 
 
-Effects = Generator[Call, Outcome, _T]
+class Signal:
+    """A one-shot flag set by one thread or task and waited for by others: threads block
+    on it, event loops await it without blocking. Safe to share between threads and
+    event loops."""
+
+    __slots__ = ("_event", "_lock", "_waiters")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    def set(self) -> None:
+        """Set the flag and wake every waiter (threads and event loops)."""
+        with self._lock:
+            self._event.set()
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            # A closed loop raises: nobody is waiting there any more.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_resolve, future)
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        """Block this thread until the flag is set; False after ``timeout`` seconds."""
+        return self._event.wait(timeout)
+
+    async def wait_async(self, timeout: float) -> bool:
+        """Await the flag on the running loop; False after ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            if self._event.is_set():
+                return True
+            self._waiters.append((loop, future))
+        try:
+            await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:
+            return self._event.is_set()
+        finally:
+            with self._lock:
+                if (loop, future) in self._waiters:
+                    self._waiters.remove((loop, future))
+        return True
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Wait for ``signal``, at most ``timeout`` seconds; the reduce receives an
+    :class:`Outcome` whose value says whether it was set."""
+
+    signal: Signal
+    timeout: float
+
+
+Effect = Call | Wait
+"""What a reduce yields to its driver."""
+
+Effects = Generator[Effect, Outcome, _T]
 """A reduce (or part of one) written once for both drivers."""
 
 
@@ -99,13 +170,16 @@ async def call_async(fn: Callable[..., Any], *args: Any) -> Any:
 def drive(effects: Effects[_T]) -> _T:
     """Run a reduce synchronously."""
     try:
-        call = next(effects)
+        effect = next(effects)
         while True:
-            try:
-                outcome = Outcome(value=call_sync(call.fn, *call.args))
-            except Exception as exc:
-                outcome = Outcome(error=exc)
-            call = effects.send(outcome)
+            if isinstance(effect, Wait):
+                outcome = Outcome(value=effect.signal.wait(effect.timeout))
+            else:
+                try:
+                    outcome = Outcome(value=call_sync(effect.fn, *effect.args))
+                except Exception as exc:
+                    outcome = Outcome(error=exc)
+            effect = effects.send(outcome)
     except StopIteration as stop:
         result: _T = stop.value
         return result
@@ -114,13 +188,16 @@ def drive(effects: Effects[_T]) -> _T:
 async def adrive(effects: Effects[_T]) -> _T:
     """Run a reduce on the running event loop, awaiting (or off-loading) each call."""
     try:
-        call = next(effects)
+        effect = next(effects)
         while True:
-            try:
-                outcome = Outcome(value=await call_async(call.fn, *call.args))
-            except Exception as exc:
-                outcome = Outcome(error=exc)
-            call = effects.send(outcome)
+            if isinstance(effect, Wait):
+                outcome = Outcome(value=await effect.signal.wait_async(effect.timeout))
+            else:
+                try:
+                    outcome = Outcome(value=await call_async(effect.fn, *effect.args))
+                except Exception as exc:
+                    outcome = Outcome(error=exc)
+            effect = effects.send(outcome)
     except StopIteration as stop:
         result: _T = stop.value
         return result

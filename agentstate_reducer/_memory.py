@@ -1,8 +1,11 @@
-"""``Bounded``: a thread-safe mapping that keeps only its newest entries.
+"""``Bounded``: a thread-safe mapping that keeps only its newest entries, and
+:func:`namespace_key`, the conversation part of every memory's keys.
 
 The reducer and its steps remember things by content across reduces (rewrites made, a
-compressor's answers, turn vectors and terms) in the process; each memory is bounded so a
-long-lived reducer serving many conversations does not grow without end.
+compressor's answers and outputs, turn vectors and terms) in the process; each memory is
+bounded so a long-lived reducer serving many conversations does not grow without end.
+What says something about a conversation (a rewrite, an answer) is keyed by its namespace
+too: another user's message with the same words is that user's own.
 """
 
 from __future__ import annotations
@@ -10,10 +13,19 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 _K = TypeVar("_K", bound=Hashable)
 _V = TypeVar("_V")
+
+
+def namespace_key(namespace: Any) -> Hashable:
+    """``namespace`` as a dict key (its ``repr`` when it is not hashable)."""
+    try:
+        hash(namespace)
+    except TypeError:
+        return ("repr", repr(namespace))
+    return namespace  # type: ignore[no-any-return]
 
 
 class Bounded(Generic[_K, _V]):

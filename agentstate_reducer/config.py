@@ -59,6 +59,13 @@ class Handoff:
             overrides it per call (the checkpoint savers use ``"keep"``).
         max_pending: Messages a failing hook may have waiting for a retry (per hook); once
             that many wait, a reduce that would hand it more prunes nothing.
+        wait: Seconds a reduce waits for another reduce of the same conversation that is
+            handing the same messages to a hook, or making its summary (threads, tasks, the
+            agent middleware and the checkpoint saver sharing a reducer): when that
+            hand-off succeeds they are not handed over again, when it fails they are kept
+            as this reduce's own failure would keep them; after this long they are kept
+            in the list (nothing is pruned), so a hook that never returns holds no other
+            reduce for longer.
         retry_backoff: Seconds a hook or ``summarize_fn`` that failed is left alone before
             it is called again (doubled on each further failure, up to 60 s); reduces
             meanwhile treat it as still failing (keeping the messages, as on a failure), so
@@ -82,6 +89,7 @@ class Handoff:
     on_error: OnPruneError = "raise"
     max_pending: int = 10_000
     retry_backoff: float = 1.0
+    wait: float = 30.0
 
     def __post_init__(self) -> None:
         check_name("Handoff.namespace_key", self.namespace_key)
@@ -90,6 +98,7 @@ class Handoff:
         check_choice("Handoff.on_error", self.on_error, ("raise", "keep"))
         check_int("Handoff.max_pending", self.max_pending, minimum=0)
         check_number("Handoff.retry_backoff", self.retry_backoff, minimum=0)
+        check_number("Handoff.wait", self.wait, minimum=0)
 
 
 #: The ``ReducerConfig`` keywords :class:`Handoff` replaced, and the field each one is now.
@@ -147,14 +156,16 @@ class ReducerConfig:
         cascade_tool_messages: Prune the tool results of a pruned ai message with it, and
             never cut between a tool call and its results.
         summarize_fn: ``(messages) -> str`` summarising what a reduce prunes, called at
-            most once per reduce that prunes (never again for the same messages: replays
-            reuse it). With ``inject_summary`` the summary already in the list comes
-            first in ``messages`` (marked, see ``messages.is_summary``) and is folded in: a
-            running summary. May be a coroutine function, or an object with an ``acall``
-            coroutine method too (awaited by ``areduce``); see also the LLM summarizer in
+            most once per reduce (every summarising step of the policy shares that call),
+            and never again for the same messages: replays reuse it. With
+            ``inject_summary`` the summary already in the list comes first in ``messages``
+            (marked, see ``messages.is_summary``) and is folded in: a running summary.
+            May be a coroutine function, or an object with an ``acall`` coroutine method
+            too (awaited by ``areduce``); see also the LLM summarizer in
             ``agentstate_reducer.langgraph.summarizers``. Needs a policy with a summarising
             step (the default policy has one).
-        inject_summary: Put the summary into the list where the pruned block was, as one
+        inject_summary: Put the summary into the list, after the kept first message and
+            any leading system or developer messages (never before an instruction), as one
             human message marked as a summary, replacing the previous summary; it counts
             towards the bound. Needs ``summarize_fn``.
         summary_message_factory: ``(summary, pruned_count) -> list of messages`` building the
@@ -162,14 +173,15 @@ class ReducerConfig:
             messages are marked as summaries and given deterministic ids if they lack them.
         summary_max_tokens: Token mode: room left for the summary block when a summarising
             prune plans (the block itself may end up smaller or larger; if it is larger
-            and the list is then over ``max_tokens``, more is pruned and folded in). By
-            default the summarizer's own ``max_summary_tokens`` when it has one, else a
-            tenth of the history's target (at least 32).
+            and the list is then over ``max_tokens``, more is pruned, without another
+            ``summarize_fn`` call, and those messages go into the conversation's next
+            summary). By default the summarizer's own ``max_summary_tokens`` when it has
+            one, else a tenth of the history's target (at least 32).
         on_prune: Hooks ``(pruned_messages, namespace)`` that hand pruned messages to
             long-term memory. A single callable is accepted too.
         handoff: How pruned messages reach the hooks and what a failing hook or summarizer
             does to the reduce (:class:`Handoff`: ``namespace_key``, ``dedupe``,
-            ``dedupe_window``, ``on_error``, ``max_pending``, ``retry_backoff``). Its
+            ``dedupe_window``, ``on_error``, ``max_pending``, ``wait``, ``retry_backoff``). Its
             fields are also read as the config's attributes of their former names
             (``config.on_prune_error``, ``config.retry_backoff``, ...).
         reply_reserve: Tokens kept free for the model's reply: the history may use
@@ -193,7 +205,8 @@ class ReducerConfig:
         format: The lists' wire format, when it should not be told from each list (see
             :mod:`agentstate_reducer.messages.detect`): ``"chat"`` (Chat Completions and
             LangChain, also ``"langchain"`` and ``"duck"``), ``"anthropic"``,
-            ``"responses"``, ``"gemini"``, ``"bedrock"`` or ``"llama_index"``. None (the
+            ``"responses"``, ``"gemini"``, ``"bedrock"``, ``"llama_index"`` or
+            ``"pydantic_ai"``. None (the
             default) recognises each list's format from its messages; a list of plain text
             messages, which read the same in several formats, is read as Chat: name the
             format to have its rules kept there (Anthropic's alternating roles, say). Every

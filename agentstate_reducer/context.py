@@ -3,12 +3,19 @@ work on, and the running summary.
 
 :class:`ReduceContext` holds the list being changed, its plan state and what the steps
 did. It remembers the original of every message a step rewrites (so the text that leaves
-the list reaches the hooks as it was) and turns a summarising prune into a
-:class:`SummaryRequest`: the summary blocks it folds and the messages it pruned. The
-reducer settles each request (one ``summarize_fn`` call, or a summary remembered for the
-same messages) and the context injects the block where the pruned block was. When the new
-block leaves the list over its limit, more is pruned and folded into a further request
-(a few rounds at most).
+the list reaches the hooks as it was), and gathers every summarising prune of the
+reduce (by any step) into one :class:`SummaryRequest`: the summary blocks folded and the
+messages pruned, settled once, after the last step, with one ``summarize_fn`` call (or a
+summary remembered for the same messages): **at most one call per reduce**.
+
+Until then a *placeholder* block holds the summary's room in the list (its planned size:
+``summary_room()`` tokens, or the block's messages in count mode), so later steps see the
+list as it will be; a later summarising drop folds the placeholder into the same request.
+The real block replaces it after the leading system and developer messages (a summary
+never precedes an instruction message). A block that comes out larger than its room
+leaves the list over its limit: then more is pruned, without another call, and those
+messages are *carried* into the conversation's next summary (see
+:meth:`~agentstate_reducer.summary.RunningSummary.carry`).
 
 The context holds the parts of its reducer it uses (limits, reader, running summary,
 rewrite memory), never the reducer itself: it reads messages through its own
@@ -24,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
 from ._calls import Call, Effects, hook_name
+from ._memory import namespace_key
 from .errors import StepError
-from .hooks import namespace_key
-from .messages import view_of
+from .messages import fingerprint, id_of, read_view, view_of, with_id
 from .planner import PlanLimits, PlanState
 from .reader import Reader
 from .recalled import is_memory
@@ -70,9 +77,8 @@ class ReadOnly(Sequence[_T]):
         return f"ReadOnly({self._items!r})"
 
 
-#: How many times one reduce prunes further to make room for a summary block that came
-#: out larger than the room planned for it.
-_SUMMARY_ROUNDS = 3
+#: Roles the summary block never goes before (the leading instruction messages).
+_INSTRUCTIONS = frozenset({"system", "developer"})
 
 
 @dataclass
@@ -107,7 +113,14 @@ class ReduceContext:
     folded_summaries: list[Any] = field(default_factory=list, init=False)
     reports: list[StepReport] = field(default_factory=list, init=False)
     tokens_before: int = field(init=False)
-    _requests: list[SummaryRequest] = field(default_factory=list, init=False)
+    _summary_folded: list[Any] = field(default_factory=list, init=False)
+    """The summary blocks the reduce's summarising drops folded (oldest first)."""
+    _summary_pruned: list[Any] = field(default_factory=list, init=False)
+    """The messages the reduce's summarising drops pruned, as given (oldest drop first)."""
+    _summarising: bool = field(default=False, init=False)
+    _placeholder: list[Any] = field(default_factory=list, init=False)
+    """The block holding the summary's room until it is made (empty when none)."""
+    _placeholder_tokens: int = field(default=0, init=False)
     _originals: dict[int, Any] = field(default_factory=dict, init=False)
     _rewrites: list[Any] = field(default_factory=list, init=False)
     _elsewhere: set[int] = field(default_factory=set, init=False)
@@ -205,8 +218,14 @@ class ReduceContext:
     # -- StepContext: changing -----------------------------------------------------------
 
     def replace(self, position: int, message: Any) -> None:
-        """Put a rewritten message (same role and tool links) at ``position``."""
+        """Put a rewritten message (same role and tool links) at ``position``; one without
+        an id takes the id of the message it replaces (in its own shape), so the rewrite is
+        recognised on the next reduce (and LangGraph replaces by id, instead of appending
+        it with a fresh one)."""
         current = self._messages[self._position(position)]
+        current_id = id_of(current)
+        if current_id is not None:
+            message = with_id(message, current_id)
         view = view_of(message, f"the replacement for messages[{position}]")
         self.state.replace(position, view, self.count(message))
         if self._counted is not None:
@@ -267,9 +286,11 @@ class ReduceContext:
             gone.update(state.group_of(position))
         if not gone:
             return []
-        inject = summarize and not self.view and self.inject_summary
+        summarize = summarize and not self.view
+        inject = summarize and self.inject_summary
+        room = self.summary_room() if inject else 0
         folded_at = state.summary_positions(len(self._messages)) if inject else []
-        return self._take(sorted(gone), folded_at, summarize=summarize and not self.view)
+        return self._take(sorted(gone), folded_at, summarize=summarize, room=room)
 
     def drop_oldest(self, *, summarize: bool = False) -> list[Any]:
         """Prune towards the target; with ``summarize``, ask for a summary of what goes
@@ -277,7 +298,8 @@ class ReduceContext:
         summarize = summarize and not self.view
         inject = summarize and self.inject_summary
         state = self.state
-        end = state.end_for_target(self.summary_room() if summarize else 0, fold=inject)
+        room = self.summary_room() if summarize else 0
+        end = state.end_for_target(room, fold=inject)
         if end is None:
             return []
         pruned_at = state.pruned_positions(end)
@@ -286,7 +308,9 @@ class ReduceContext:
         # Every summary block is folded, also one outside the window: a list holds one
         # running summary (a subgraph's list merged into its parent's appends its block).
         folded_at = state.summary_positions(len(self._messages)) if inject else []
-        return self._take(pruned_at, folded_at, summarize=summarize, window_end=end)
+        return self._take(
+            pruned_at, folded_at, summarize=summarize, window_end=end, room=room if inject else 0
+        )
 
     def _position(self, position: int) -> int:
         if not isinstance(position, int) or isinstance(position, bool):
@@ -304,40 +328,78 @@ class ReduceContext:
         *,
         summarize: bool,
         window_end: int | None = None,
+        room: int = 0,
     ) -> list[Any]:
         """Remove the messages at ``pruned_at`` (and fold the summary blocks at
-        ``folded_at``), asking for a summary with ``summarize``."""
+        ``folded_at``); with ``summarize`` they join the reduce's summary request, and with
+        a ``room`` a placeholder that big stands for the block until it is made."""
         messages = self._messages
         state = self.state
         gone = set(pruned_at).union(folded_at)
         start = state.start
         kept = [messages[p] for p in range(start, len(messages)) if p not in gone]
         pruned = [self._original_of(messages[p]) for p in pruned_at]
-        folded = [messages[p] for p in folded_at]
+        ours = {id(m) for m in self._placeholder}
+        folded = [messages[p] for p in folded_at if id(messages[p]) not in ours]
         if len(folded) > 1:
             # A block already folded into another one here leaves with it, unsummarised.
             stale = self.summaries.superseded(folded)
             self.folded_summaries.extend(b for i, b in enumerate(folded) if i in stale)
             folded = [b for i, b in enumerate(folded) if i not in stale]
         self._messages = messages[:start] + kept
+        if ours and not ours & {id(m) for m in self._messages}:
+            self._placeholder = []  # folded: a new one goes in below
         self.pruned.extend(pruned)
         if summarize:
-            # The block goes first after the kept first message: it stands for what came
-            # before everything the window keeps (a mid-list system message, the question).
-            self._requests.append(self._summary_request(start, folded, pruned))
-        if folded or window_end is None:
+            self._summarising = True
+            self._summary_folded.extend(folded)
+            self._summary_pruned.extend(pruned)
+            if room and not self._placeholder:
+                self._hold_room(room)
+        if folded or window_end is None or self._placeholder:
             self._rebuild()
         else:
             state.prune(window_end)
         return pruned
 
+    def _hold_room(self, room: int) -> None:
+        """Put a placeholder block of ``room`` (tokens, or its messages in count mode)
+        where the block will go, so the steps after this one plan with it."""
+        at = self._block_position()
+        self._placeholder = self.summaries.placeholder(self._messages, at, self.state.format)
+        self._placeholder_tokens = room
+        self._messages = self._messages[:at] + self._placeholder + self._messages[at:]
+
+    def _block_position(self) -> int:
+        """Where the summary block goes: after the kept first message and the leading
+        system and developer messages (a summary never precedes an instruction)."""
+        messages = self._messages
+        position = self.state.start
+        while position < len(messages):
+            view = read_view(messages[position])
+            if view.summary or view.role not in _INSTRUCTIONS:
+                break
+            position += 1
+        return position
+
     def _summary_request(
-        self, position: int, folded: list[Any], pruned: list[Any]
+        self, position: int, folded: list[Any], pruned: list[Any], carried: list[Any]
     ) -> SummaryRequest:
-        """The request for a summarising prune, leaving out pruned messages the folded
-        block already summarises (they still leave the list and reach the hooks)."""
+        """The request for the reduce's summarising prunes, leaving out pruned messages the
+        folded block already summarises (they still leave the list and reach the hooks),
+        with the messages ``carried`` from an earlier overflow first."""
         summaries = self.summaries
-        newer = summaries.newer_than(namespace_key(self.namespace), folded, pruned)
+        conversation = namespace_key(self.namespace)
+        plain = pruned
+        if folded:
+            covered = summaries.covered(folded, pruned)
+            plain = [m for i, m in enumerate(pruned) if i not in covered]
+        # A request summarised before is a replay (get_state, a resume, a request sent
+        # twice): made as it was, before any other list's newer block can stand in.
+        for extra in [carried, []] if carried else [[]]:
+            if summaries.remembers(conversation, [*folded, *extra, *plain]):
+                return summary_request(position, folded, [*extra, *plain])
+        newer = summaries.newer_than(conversation, folded, pruned)
         if newer is not None:
             # The list holds older versions of the conversation's summary (a subgraph's list
             # from before its parent folded): they leave, and the newest one is folded.
@@ -349,7 +411,7 @@ class ReduceContext:
             pruned = [m for i, m in enumerate(pruned) if i not in covered]
             if not pruned and len(folded) == 1:
                 return SummaryRequest(position, [], [], made=folded[0])  # nothing new
-        return summary_request(position, folded, pruned)
+        return summary_request(position, folded, [*carried, *pruned])
 
     # -- running the policy ----------------------------------------------------------------
 
@@ -377,7 +439,6 @@ class ReduceContext:
                 logger.log(level, "%s; going on with the next step", exc)
                 error, outcome = exc, []
             touched = _touched(step, outcome)
-            yield from self._settle_summaries()
             self.reports.append(
                 StepReport(
                     step=step.id,
@@ -389,6 +450,7 @@ class ReduceContext:
                     error=error,
                 )
             )
+        yield from self._settle_summary()
 
     def _run_generator(
         self, step: ReductionStep, effects: Generator[Any, Any, Any]
@@ -421,18 +483,45 @@ class ReduceContext:
         except StopIteration as stop:
             return stop.value
 
-    def _settle_summaries(self) -> Effects[None]:
-        rounds = 0
-        while self._requests:
-            request = self._requests.pop(0)
+    def _settle_summary(self) -> Effects[None]:
+        """Make the reduce's one summary (one ``summarize_fn`` call at most) and put the
+        block where the placeholder held its room; if it came out larger than that room,
+        prune further without another call and carry those messages into the next
+        summary. One reduce of a conversation at a time does this (the others wait, at
+        most ``Handoff.wait`` seconds), so an overlapping reduce sees the block the first
+        one made and does not summarise the same messages again."""
+        if not self._summarising:
+            return
+        summaries = self.summaries
+        conversation = namespace_key(self.namespace)
+        if self._placeholder:
+            ours = {id(m) for m in self._placeholder}
+            self._messages = [m for m in self._messages if id(m) not in ours]
+            self._placeholder = []
+            self._rebuild()
+        slot = yield from summaries.begin(conversation)
+        try:
+            position = self._block_position()
+            pruned = self._summary_pruned
+            held = {fingerprint(m) for m in (*self._messages, *pruned)}
+            carried = summaries.carried(conversation, held)
+            request = self._summary_request(position, self._summary_folded, pruned, carried)
             if request.made is not None:
                 text = summary_of_block(request.made)
             else:
-                text = yield from self.summaries.summary_for(request, namespace_key(self.namespace))
+                text = yield from summaries.summary_for(request, conversation)
+                summaries.settle_carried(conversation)
             self._inject(request, text)
-            rounds += 1
-            if rounds < _SUMMARY_ROUNDS and self.inject_summary and self.state.over_limit():
-                self.drop_oldest(summarize=True)  # the block took more room than planned
+        finally:
+            summaries.end(conversation, slot)
+        if self.inject_summary and self.state.over_limit():
+            # The block took more room than planned: no second call; what goes now is
+            # summarised by the conversation's next summary.
+            end = self.state.end_for_target(0)
+            pruned_at = self.state.pruned_positions(end) if end is not None else []
+            if pruned_at:
+                over = self._take(pruned_at, [], summarize=False)
+                summaries.carry(conversation, over)
 
     def _inject(self, request: SummaryRequest, text: str | None) -> None:
         if text is not None:
@@ -473,6 +562,15 @@ class ReduceContext:
             state.carry(
                 self.state, [None if entry is None else entry[0] for entry in found], estimated_from
             )
+        if self._placeholder and tokens is not None:
+            # The placeholder counts what the block will take, not its own few tokens.
+            first = self._placeholder[0]
+            rest = {id(m) for m in self._placeholder[1:]}
+            for position, message in enumerate(self._messages):
+                if message is first:
+                    state.replace(position, views[position], self._placeholder_tokens)
+                elif id(message) in rest:
+                    state.replace(position, views[position], 0)
         self.state = state
 
     def _oldest_first(self, messages: list[Any]) -> list[Any]:

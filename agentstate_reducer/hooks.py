@@ -5,8 +5,13 @@
 * a **delivered** memory (bounded, oldest forgotten first) of the messages the hook took,
   keyed by namespace, id and content (:func:`~agentstate_reducer.messages.fingerprint`), so
   the overlapping lists a checkpointer reduces several times per run reach it once, while
-  the same id in another conversation, or with new content, is new;
-* the messages **in flight** (being handed over by another thread), skipped meanwhile;
+  the same id in another conversation, or with new content, is new. A message without an
+  id is named by its place: a digest of the whole list it was pruned from and its
+  position there (:func:`message_keys`), so the same list reduced again (a replay, a
+  double-submitted request) hands nothing over twice, while the same words in any other
+  list are a message of their own;
+* a **claim** per message being handed over (under way, or kept for a retry), so
+  overlapping reduces of one conversation are linearizable (below);
 * the **pending** batches: failed hand-offs it keeps for a retry (bounded by
   ``pending_limit`` messages). Each delivery first retries them; a hook whose retry fails
   is not called again in that delivery, and the new batch waits with them;
@@ -15,8 +20,32 @@
   so a store that is down, or times out, costs one failing call per wait rather than one
   per reduce.
 
-A message is remembered as delivered only after the hook returns. Messages without an id
-cannot be matched and are handed over each time a reduce removes them (at least once).
+Overlapping reduces of one conversation (threads, tasks, the agent middleware and the
+checkpoint saver sharing a reducer, a double-submitted request) never lose or repeat a
+message. A delivery claims the messages it hands over; another delivery that meets a
+claimed message does not skip it (the first one's list, which alone would keep it on a
+failure, may be thrown away) but, once its own claims are settled, **waits for that
+hand-off's outcome** (a :class:`~agentstate_reducer._calls.Wait` effect: ``reduce``
+blocks its thread, ``areduce`` awaits, never blocking the event loop), then treats the
+message exactly as its own outcome would:
+
+* taken by the hook: pruned, not handed over again;
+* kept for a retry by the other delivery (``on_prune_error="raise"``): kept there too, so
+  with ``"raise"`` this reduce raises ``PruneHookError(kept=True)``, with ``"keep"`` it
+  keeps the message in its list;
+* not taken and not kept (the other reduce kept it in its own list): with ``"raise"`` this
+  delivery keeps it for a retry under its own claim, with ``"keep"`` it stays in the list;
+* still under way after ``Handoff.wait`` seconds (a hook that hangs): it stays in this
+  reduce's list (nothing is pruned), in both modes, so a hook that never returns holds
+  other reduces for that long at most.
+
+A delivery waits only after settling its own claims, so two deliveries never wait for
+each other. A message is remembered as delivered only after the hook returns.
+
+Processes share no memory: two processes reducing one conversation (through a shared
+checkpoint store) each hand a message over at most once, and never lose one, but the same
+message may reach the hooks of both (at least once across processes): make a hook shared
+by several processes idempotent (for example an upsert by message id).
 
 :class:`Background` runs a slow hook on a small thread pool, so the reduce does not wait;
 its failed batches are kept and retried (see there).
@@ -25,6 +54,7 @@ its failed batches are kept and retried (see there).
 from __future__ import annotations
 
 import atexit
+import hashlib
 import logging
 import threading
 import time
@@ -33,10 +63,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ._calls import Call, Effects, Outage, call_sync, hook_name
+from ._calls import Call, Effects, Outage, Signal, Wait, call_sync, hook_name
 from ._checks import check_int, check_number
+from ._memory import namespace_key
 from .errors import BackgroundHookError, PruneHookError
 from .messages import fingerprint, id_of
 
@@ -50,14 +81,9 @@ Hook = Callable[[list[Any], Any], Any]
 
 _Key = tuple[Hashable, str, str]
 
-
-def namespace_key(namespace: Any) -> Hashable:
-    """``namespace`` as a dict key (its ``repr`` when it is not hashable)."""
-    try:
-        hash(namespace)
-    except TypeError:
-        return ("repr", repr(namespace))
-    return namespace  # type: ignore[no-any-return]
+#: Seconds a reduce waits for another reduce's hand-off of the same messages (see
+#: ``Handoff.wait``).
+DEFAULT_HANDOFF_WAIT = 30.0
 
 
 @dataclass
@@ -74,6 +100,7 @@ class PendingBatch:
     namespace: Any
     error: Exception
     keys: list[_Key] = field(default_factory=list, repr=False)
+    claim: _Claim = field(default_factory=lambda: _Claim(_Claim.PENDING), repr=False)
 
 
 @dataclass(frozen=True)
@@ -111,15 +138,47 @@ class HookFailure:
     after an earlier failure)."""
 
 
+class _Claim:
+    """One hook's hand-off of one batch: the messages' keys point at it while it is under
+    way (``IN_FLIGHT``) or kept for a retry (``PENDING``). A reduce that meets a key in
+    flight waits for :attr:`signal` and then reads :attr:`state`: ``DELIVERED`` (the hook
+    took it), ``PENDING`` (kept for a retry) or ``RELEASED`` (not taken, not kept: the
+    list that pruned it keeps it)."""
+
+    __slots__ = ("error", "signal", "state")
+
+    IN_FLIGHT = "in flight"
+    DELIVERED = "delivered"
+    PENDING = "pending"
+    RELEASED = "released"
+
+    def __init__(self, state: str = IN_FLIGHT) -> None:
+        self.state = state
+        self.error: Exception | None = None
+        self.signal = Signal()
+        if state != _Claim.IN_FLIGHT:
+            self.signal.set()
+
+
 class _HookMemory:
-    __slots__ = ("delivered", "in_flight", "outage", "pending", "pending_count")
+    __slots__ = ("claims", "delivered", "outage", "pending", "pending_count")
 
     def __init__(self, backoff: float) -> None:
         self.delivered: OrderedDict[_Key, None] = OrderedDict()
-        self.in_flight: set[_Key] = set()
+        self.claims: dict[_Key, _Claim] = {}
         self.pending: list[PendingBatch] = []
         self.pending_count = 0
         self.outage = Outage(backoff)
+
+
+class _Reserved(NamedTuple):
+    """What a delivery found for one hook: the messages it hands over itself (under
+    ``claim``), and the messages another delivery holds, with that delivery's claim."""
+
+    fresh: list[Any]
+    keys: list[_Key]
+    claim: _Claim
+    foreign: list[tuple[Any, _Key, _Claim]]
 
 
 class HookDelivery:
@@ -136,11 +195,13 @@ class HookDelivery:
         window: int,
         pending_limit: int,
         backoff: float = 0.0,
+        wait: float = DEFAULT_HANDOFF_WAIT,
     ) -> None:
         self._hooks = tuple(hooks)
         self._dedupe = dedupe
         self._window = window
         self._pending_limit = pending_limit
+        self._wait = wait
         self._memories = [_HookMemory(backoff) for _ in self._hooks]
         self._pending_total = 0
         self._lock = threading.Lock()
@@ -152,19 +213,27 @@ class HookDelivery:
         return bool(self._hooks)
 
     def deliver(
-        self, batch: Sequence[Any], namespace: Any, *, keep_failed: bool
+        self,
+        batch: Sequence[Any],
+        namespace: Any,
+        *,
+        keep_failed: bool,
+        source: Sequence[Any] | None = None,
     ) -> Effects[list[HookFailure]]:
         """Hand ``batch`` to every hook that has not taken it, after retrying what is
-        pending; yields the hook calls, returns the failures.
+        pending; yields the hook calls (and waits for other deliveries' claims), returns
+        the failures.
 
         Args:
             batch: The messages (possibly empty: then only the pending batches are retried).
             namespace: The namespace to hand them over with.
             keep_failed: Keep what a hook fails to take for a retry (False when the caller
                 keeps the messages in its list instead).
+            source: The list ``batch`` was pruned from (the reduce's input), which names
+                an id-less message (see :func:`message_keys`); ``batch`` itself if None.
         """
         failures: list[HookFailure] = []
-        ns = namespace_key(namespace)
+        keys = message_keys(batch, namespace, source) if self._dedupe else None
         for hook, memory in zip(self._hooks, self._memories, strict=True):
             # A hook that failed moments ago is not called again until its wait is over.
             down: Exception | None = memory.outage.blocked()
@@ -175,34 +244,46 @@ class HookDelivery:
                     down = outcome.error
                     if down is None:
                         memory.outage.succeeded()
-                        self._settle(memory, pending.keys, pending.messages, delivered=True)
+                        self._settle(memory, pending.keys, pending.claim, pending.messages)
                         continue
                     self._failed(memory, down)
                     pending.error = down
                 self._keep(memory, pending)
-            fresh, keys = self._reserve(memory, batch, ns)
-            if not fresh:
-                if down is not None and not waiting:
-                    failures.append(HookFailure(hook, down, [], namespace, kept=True))
-                continue
-            if down is None:
-                outcome = yield Call(hook, (fresh, namespace))
-                error = outcome.error
-                if error is None:
-                    memory.outage.succeeded()
-                    self._settle(memory, keys, fresh, delivered=True)
-                    continue
-                self._failed(memory, error)
-            else:
-                error = down  # the hook is still down: do not call it again now
-            kept = keep_failed and self._room(memory, len(fresh))
-            if kept:
-                self._keep(memory, PendingBatch(fresh, namespace, error, keys))
-            else:
-                self._settle(memory, keys, fresh, delivered=False)
-            failures.append(
-                HookFailure(hook, error, fresh, namespace, kept=kept, called=not waiting)
-            )
+            reserved = self._reserve(memory, batch, keys)
+            fresh = reserved.fresh
+            if not fresh and down is not None and not waiting:
+                # The retry failed: reported (and logged) even when nothing new goes.
+                failures.append(HookFailure(hook, down, [], namespace, kept=True))
+            if fresh:
+                error: Exception | None = None
+                if down is None:
+                    outcome = yield Call(hook, (fresh, namespace))
+                    error = outcome.error
+                    if error is None:
+                        memory.outage.succeeded()
+                        self._settle(memory, reserved.keys, reserved.claim, fresh)
+                    else:
+                        self._failed(memory, error)
+                else:
+                    error = down  # the hook is still down: do not call it again now
+                if error is not None:
+                    kept = keep_failed and self._room(memory, len(fresh))
+                    if kept:
+                        pending = PendingBatch(fresh, namespace, error, reserved.keys)
+                        pending.claim = reserved.claim
+                        self._keep(memory, pending)
+                    else:
+                        self._settle(memory, reserved.keys, reserved.claim, fresh, error=error)
+                    failures.append(
+                        HookFailure(hook, error, fresh, namespace, kept=kept, called=not waiting)
+                    )
+            if reserved.foreign:
+                # Only now, with this delivery's own claims settled, so two overlapping
+                # deliveries never wait for each other.
+                yield from self._await_claims(reserved.foreign)
+                failures.extend(
+                    self._foreign_outcome(hook, memory, reserved.foreign, namespace, keep_failed)
+                )
         return failures
 
     def waiting(self) -> list[tuple[Hook, Exception, float]]:
@@ -237,11 +318,108 @@ class HookDelivery:
         with self._lock:
             for hook, memory in zip(self._hooks, self._memories, strict=True):
                 for pending in memory.pending:
-                    memory.in_flight.difference_update(pending.keys)
+                    self._release(memory, pending.keys, pending.claim, _Claim.RELEASED)
                     out.append((hook, pending))
                 memory.pending, memory.pending_count = [], 0
             self._pending_total = 0
         return out
+
+    # -- claims on messages another delivery holds ----------------------------------------
+
+    def _await_claims(self, foreign: list[tuple[Any, _Key, _Claim]]) -> Effects[None]:
+        """Wait (at most ``Handoff.wait`` seconds in all) for the claims still in flight."""
+        deadline = time.monotonic() + self._wait
+        seen: set[int] = set()
+        for _, _, claim in foreign:
+            if id(claim) in seen or claim.signal.is_set():
+                continue
+            seen.add(id(claim))
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            yield Wait(claim.signal, remaining)
+
+    def _foreign_outcome(
+        self,
+        hook: Hook,
+        memory: _HookMemory,
+        foreign: list[tuple[Any, _Key, _Claim]],
+        namespace: Any,
+        keep_failed: bool,
+    ) -> list[HookFailure]:
+        """What the messages another delivery held came to, as this delivery's own
+        failures would be: taken (nothing to report), or kept (pending, or in the list)."""
+        held: list[Any] = []  # kept for a retry by the other delivery
+        released: list[tuple[Any, _Key, _Claim]] = []  # not taken, not kept
+        late: list[Any] = []  # still in flight after the wait
+        error: Exception | None = None
+        for message, key, claim in foreign:
+            state = claim.state
+            if state == _Claim.DELIVERED:
+                continue
+            if state == _Claim.IN_FLIGHT:
+                late.append(message)
+                continue
+            error = error or claim.error
+            if state == _Claim.PENDING:
+                held.append(message)
+            else:
+                released.append((message, key, claim))
+        out: list[HookFailure] = []
+        if late:
+            timeout = TimeoutError(
+                f"another reduce of this conversation was still handing {len(late)} of these "
+                f"messages to the hook after Handoff.wait={self._wait:g} s"
+            )
+            out.append(HookFailure(hook, timeout, late, namespace, kept=False))
+        if held:
+            assert error is not None
+            out.append(HookFailure(hook, error, held, namespace, kept=keep_failed))
+        if released:
+            first = released[0][2].error
+            assert first is not None
+            kept: list[Any] = []
+            if keep_failed:
+                kept = self._adopt(memory, released, namespace, first)
+            taken = {id(m) for m in kept}
+            if kept:
+                out.append(HookFailure(hook, first, kept, namespace, kept=True))
+            rest = [m for m, _, _ in released if id(m) not in taken]
+            if rest:
+                out.append(HookFailure(hook, first, rest, namespace, kept=False))
+        return out
+
+    def _adopt(
+        self,
+        memory: _HookMemory,
+        released: list[tuple[Any, _Key, _Claim]],
+        namespace: Any,
+        error: Exception,
+    ) -> list[Any]:
+        """Keep for a retry, under a claim of this delivery, the messages another one
+        failed to hand over and did not keep (it kept them in its list, which may be
+        thrown away); returns those kept (a message already handed over since, or
+        claimed again by a third delivery, is left out)."""
+        claim = _Claim(_Claim.PENDING)
+        claim.error = error
+        messages: list[Any] = []
+        keys: list[_Key] = []
+        with self._lock:
+            if memory.pending_count + len(released) > self._pending_limit:
+                return []
+            for message, key, _ in released:
+                if key in memory.delivered or key in memory.claims:
+                    continue
+                memory.claims[key] = claim
+                keys.append(key)
+                messages.append(message)
+            if messages:
+                batch = PendingBatch(messages, namespace, error, keys)
+                batch.claim = claim
+                memory.pending.append(batch)
+                memory.pending_count += len(messages)
+                self._pending_total += len(messages)
+        return messages
 
     # -- bookkeeping (under the lock) ---------------------------------------------------
 
@@ -250,6 +428,13 @@ class HookDelivery:
             taken, memory.pending = memory.pending, []
             self._pending_total -= memory.pending_count
             memory.pending_count = 0
+            for pending in taken:
+                # Under way again: a reduce meeting these messages waits for the retry.
+                claim = _Claim()
+                for key in pending.keys:
+                    if memory.claims.get(key) is pending.claim:
+                        memory.claims[key] = claim
+                pending.claim = claim
         return taken
 
     def _keep(self, memory: _HookMemory, pending: PendingBatch) -> None:
@@ -257,6 +442,9 @@ class HookDelivery:
             memory.pending.append(pending)
             memory.pending_count += len(pending.messages)
             self._pending_total += len(pending.messages)
+            pending.claim.state = _Claim.PENDING
+            pending.claim.error = pending.error
+        pending.claim.signal.set()
 
     def _room(self, memory: _HookMemory, size: int) -> bool:
         with self._lock:
@@ -269,37 +457,93 @@ class HookDelivery:
             self._last_error = error
 
     def _reserve(
-        self, memory: _HookMemory, batch: Sequence[Any], ns: Hashable
-    ) -> tuple[list[Any], list[_Key]]:
-        if not self._dedupe:
-            return list(batch), []
+        self, memory: _HookMemory, batch: Sequence[Any], keys: list[_Key] | None
+    ) -> _Reserved:
+        claim = _Claim()
+        if keys is None:
+            return _Reserved(list(batch), [], claim, [])
         fresh: list[Any] = []
-        keys: list[_Key] = []
+        own: list[_Key] = []
+        foreign: list[tuple[Any, _Key, _Claim]] = []
         with self._lock:
-            for message in batch:
-                message_id = id_of(message)
-                if message_id is None:
-                    fresh.append(message)
+            for message, key in zip(batch, keys, strict=True):
+                if key in memory.delivered:
                     continue
-                key = (ns, message_id, fingerprint(message))
-                if key not in memory.delivered and key not in memory.in_flight:
-                    memory.in_flight.add(key)
-                    keys.append(key)
+                holder = memory.claims.get(key)
+                if holder is None:
+                    memory.claims[key] = claim
+                    own.append(key)
                     fresh.append(message)
-        return fresh, keys
+                elif holder is not claim:
+                    foreign.append((message, key, holder))
+        return _Reserved(fresh, own, claim, foreign)
 
     def _settle(
-        self, memory: _HookMemory, keys: list[_Key], messages: list[Any], *, delivered: bool
+        self,
+        memory: _HookMemory,
+        keys: list[_Key],
+        claim: _Claim,
+        messages: list[Any],
+        *,
+        error: Exception | None = None,
     ) -> None:
+        """End a claim: the hook took ``messages`` (``error`` None), or did not and they
+        are not kept (the list that pruned them keeps them)."""
         with self._lock:
-            memory.in_flight.difference_update(keys)
-            if delivered:
+            if error is None:
                 self._delivered += len(messages)
                 for key in keys:
                     memory.delivered[key] = None
                     memory.delivered.move_to_end(key)
                 while len(memory.delivered) > self._window:
                     memory.delivered.popitem(last=False)
+            claim.error = error
+            self._release(
+                memory, keys, claim, _Claim.DELIVERED if error is None else _Claim.RELEASED
+            )
+        claim.signal.set()
+
+    @staticmethod
+    def _release(memory: _HookMemory, keys: list[_Key], claim: _Claim, state: str) -> None:
+        for key in keys:
+            if memory.claims.get(key) is claim:
+                del memory.claims[key]
+        claim.state = state
+
+
+def message_keys(
+    batch: Sequence[Any], namespace: Any, source: Sequence[Any] | None = None
+) -> list[_Key]:
+    """The hand-off's key of each message of ``batch``: the namespace, the id and the
+    content (:func:`~agentstate_reducer.messages.fingerprint`).
+
+    A message without an id is named by its place instead: a digest of the whole list it
+    was pruned from (``source``, the reduce's input; ``batch`` when None) and its position
+    there. So reducing the same list again (a replay, a double-submitted request) hands
+    nothing over twice, while the same text pruned from any other list is a message of
+    its own.
+    """
+    ns = namespace_key(namespace)
+    keys: list[_Key] = []
+    place: str | None = None
+    where: dict[int, list[int]] = {}
+    for index, message in enumerate(batch):
+        message_id = id_of(message)
+        if message_id is None:
+            if place is None:
+                listing = batch if source is None else source
+                digest = hashlib.sha256()
+                for item in listing:
+                    digest.update(fingerprint(item).encode())
+                place = digest.hexdigest()[:32]
+                for position, item in enumerate(listing):
+                    where.setdefault(id(item), []).append(position)
+            # The batch holds objects of the list, in its order: one object listed twice
+            # takes its positions in turn (a message not in the list, its batch index).
+            found = where.get(id(message))
+            message_id = f"~{place}:{found.pop(0) if found else -1 - index}"
+        keys.append((ns, message_id, fingerprint(message)))
+    return keys
 
 
 def hook_error(

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from ._calls import Effects, adrive, drive, hook_name
 from ._checks import check_choice
+from ._memory import namespace_key
 from .calibration import ShownMemory, calibrate, calibration_of
 from .config import HANDOFF_KEYWORDS, ReducerConfig
 from .context import ReduceContext
@@ -25,7 +26,6 @@ from .hooks import (
     HookFailure,
     PendingBatch,
     hook_error,
-    namespace_key,
     waiting_error,
 )
 from .messages import view_of
@@ -104,6 +104,7 @@ class MessageReducer:
             window=handoff.dedupe_window,
             pending_limit=handoff.max_pending,
             backoff=handoff.retry_backoff,
+            wait=handoff.wait,
         )
         # The plan state of the last list this reducer returned, so that a chat growing by
         # a turn costs work for that turn only (see PlanCache).
@@ -161,8 +162,9 @@ class MessageReducer:
     def with_config(self, **changes: Any) -> MessageReducer:
         """A reducer with some config fields changed that shares this one's memories.
 
-        Messages handed over through either are not handed over again by the other, and
-        summaries made by either are reused by both. Used by the agent integrations, for
+        Messages handed over through either are not handed over again by the other (their
+        claims are shared too), and summaries made by either are reused by both (one at a
+        time per conversation, across both). Used by the agent integrations, for
         example to keep only a system prompt at index 0.
 
         Args:
@@ -184,7 +186,7 @@ class MessageReducer:
         derived = MessageReducer(config=_replace_fields(self._config, **changes))
         derived._delivery = self._delivery
         derived.rewrites = self.rewrites
-        derived.summaries.memory = self.summaries.memory
+        derived.summaries.share(self.summaries)
         derived._shown = self._shown
         if derived._config.token_counter is self._config.token_counter:
             derived._reader.counter = self._reader.counter or derived._reader.counter
@@ -524,7 +526,7 @@ class MessageReducer:
         batch = context.handoff(lambda message: self._is_rewrite(message, conversation))
         if batch and self._delivery:
             failures = yield from self._delivery.deliver(
-                batch, namespace, keep_failed=mode == "raise"
+                batch, namespace, keep_failed=mode == "raise", source=combined
             )
             self._log_retry_failures(failures)
             lost = [f for f in failures if f.messages]

@@ -30,13 +30,15 @@ A list of other objects needs ``summary_message_factory``; its messages must be 
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._calls import Call, Effects, Outage
+from ._calls import Call, Effects, Outage, Signal, Wait
 from ._memory import Bounded
 from .errors import SummaryError
 from .messages import (
@@ -54,9 +56,12 @@ from .messages import (
     read_view,
     reader_of,
     slots_of,
+    with_id,
     with_slots,
 )
 from .messages.chat import ChatFormat
+
+logger = logging.getLogger("agentstate_reducer.reducer")
 
 if TYPE_CHECKING:
     from .config import ReducerConfig
@@ -150,20 +155,6 @@ def mark_summary(message: Any) -> Any:
     )
 
 
-def with_id(message: Any, new_id: str) -> Any:
-    """``message`` with ``new_id`` when it has no id and its kind carries one; else as is."""
-    if id_of(message) is not None:
-        return message
-    if isinstance(message, Mapping):
-        if is_serialized(message):
-            return {**message, "data": {**message["data"], "id": new_id}}
-        return {**message, "id": new_id}
-    model_copy = getattr(message, "model_copy", None)
-    if callable(model_copy) and hasattr(message, "id"):
-        return model_copy(update={"id": new_id})
-    return message
-
-
 BlockBuilder = Callable[[str, str], list[Any]]
 """``(summary, block_id) -> block``: how the reducer builds a block in a list's kind."""
 
@@ -246,6 +237,9 @@ def factory_builder(
 
 #: Summaries remembered per conversation and content (see :class:`SummaryMemory`).
 SUMMARY_MEMORY = 256
+
+#: Messages owed to one conversation's next summary (see :meth:`RunningSummary.carry`).
+CARRIED_LIMIT = 1_000
 
 
 @dataclass
@@ -339,7 +333,25 @@ class RunningSummary:
         # The newest block per conversation: a subgraph sharing its parent's messages
         # prunes the list the parent had before its fold; that block already says it.
         self._latest: OrderedDict[Hashable, Any] = OrderedDict()
+        self._carried: OrderedDict[Hashable, list[Any]] = OrderedDict()
+        # The conversations a reduce is making a summary for, each with the signal it
+        # sets when done: another reduce of the same conversation waits, then sees that
+        # block (so overlapping reduces summarise each message once).
+        self._settling: dict[Hashable, Signal] = {}
         self._lineage_lock = threading.Lock()
+
+    def share(self, other: RunningSummary) -> None:
+        """Use ``other``'s memories from now on: the summaries made, what each block
+        folded, the newest block and the debt per conversation, the summary being made per
+        conversation, and the summarizer's outage (``MessageReducer.with_config``: a
+        reducer that differs in a setting or two still speaks for the same conversations)."""
+        self.memory = other.memory
+        self.outage = other.outage
+        self._lineage = other._lineage
+        self._latest = other._latest
+        self._carried = other._carried
+        self._settling = other._settling
+        self._lineage_lock = other._lineage_lock
 
     def remember_latest(self, namespace_key: Hashable, block: Any) -> None:
         """Record ``block`` as the newest summary of the conversation ``namespace_key``."""
@@ -397,6 +409,10 @@ class RunningSummary:
         _, seen = self._walk(blocks)
         return {i for i, message in enumerate(pruned) if fingerprint(message) in seen}
 
+    def remembers(self, namespace_key: Hashable, messages: Sequence[Any]) -> bool:
+        """Whether a summary of exactly ``messages`` was made for the conversation."""
+        return self.memory.get(SummaryMemory.key(namespace_key, messages))[0]
+
     def summary_for(self, request: SummaryRequest, namespace_key: Hashable) -> Effects[str | None]:
         """The summary of ``request``: one ``summarize_fn`` call, or the one remembered.
 
@@ -451,14 +467,102 @@ class RunningSummary:
             self._lineage.move_to_end(block_id)
             while len(self._lineage) > SUMMARY_MEMORY:
                 self._lineage.popitem(last=False)
-        factory = self._config.summary_message_factory
+        position = request.position if messages else 0
         sample = messages or request.messages
+        return self._build(text, block_id, len(request.pruned), sample, position, format)
+
+    def placeholder(
+        self, messages: list[Any], position: int, format: MessageFormat | None = None
+    ) -> list[Any]:
+        """A block of the size the summary will take, in the list's format and kind, for
+        ``position``, holding its room while a reduce's steps run (the reduce replaces it
+        before it returns)."""
+        return self._build("…", SUMMARY_ID_PREFIX + "pending", 0, messages, position, format)
+
+    def _build(
+        self,
+        text: str,
+        block_id: str,
+        pruned: int,
+        sample: list[Any],
+        position: int,
+        format: MessageFormat | None,
+    ) -> list[Any]:
+        factory = self._config.summary_message_factory
         if factory is not None:
             dict_ids = any(isinstance(m, dict) and "id" in m for m in sample)
-            return factory_builder(factory, dict_ids=dict_ids)(text, block_id, len(request.pruned))
+            return factory_builder(factory, dict_ids=dict_ids)(text, block_id, pruned)
         fmt = format if format is not None else detect(sample, self._config.format)
-        position = request.position if messages else 0
         return default_summary_builder(sample, position, fmt)(text, block_id)
+
+    # -- one summary at a time per conversation ---------------------------------------------
+
+    def begin(self, namespace_key: Hashable) -> Effects[Signal | None]:
+        """Take the conversation's summary slot, waiting (at most ``Handoff.wait``
+        seconds) while another reduce of it makes its summary; returns the slot to pass to
+        :meth:`end` (None after the wait ran out: this reduce goes on without it rather
+        than hang)."""
+        deadline = time.monotonic() + self._config.handoff.wait
+        while True:
+            with self._lineage_lock:
+                busy = self._settling.get(namespace_key)
+                if busy is None:
+                    mine = self._settling[namespace_key] = Signal()
+                    return mine
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            yield Wait(busy, remaining)
+
+    def end(self, namespace_key: Hashable, slot: Signal | None) -> None:
+        """Give the slot :meth:`begin` took back, waking the reduces waiting for it."""
+        if slot is None:
+            return
+        with self._lineage_lock:
+            if self._settling.get(namespace_key) is slot:
+                del self._settling[namespace_key]
+        slot.set()
+
+    # -- messages pruned after a block overflowed, owed to the next summary ----------------
+
+    def carry(self, namespace_key: Hashable, messages: Sequence[Any]) -> None:
+        """Owe ``messages`` to the conversation's next summary: a reduce pruned them to
+        make room for a block larger than planned, after its one ``summarize_fn`` call.
+        Bounded (the newest :data:`CARRIED_LIMIT` per conversation, the newest
+        :data:`SUMMARY_MEMORY` conversations); in the process only."""
+        if not messages:
+            return
+        with self._lineage_lock:
+            owed = self._carried.pop(namespace_key, [])
+            known = {fingerprint(m) for m in owed}
+            owed.extend(m for m in messages if fingerprint(m) not in known)
+            if len(owed) > CARRIED_LIMIT:
+                logger.warning(
+                    "%d messages pruned to make room for oversized summaries are owed to "
+                    "the next summary of one conversation; the oldest %d will not be "
+                    "summarised (they did reach the on_prune hooks): lower "
+                    "summary_max_tokens' overrun, or raise the summarizer's budget",
+                    len(owed),
+                    len(owed) - CARRIED_LIMIT,
+                )
+                del owed[: len(owed) - CARRIED_LIMIT]
+            self._carried[namespace_key] = owed
+            while len(self._carried) > SUMMARY_MEMORY:
+                self._carried.popitem(last=False)
+
+    def carried(self, namespace_key: Hashable, held: set[str]) -> list[Any]:
+        """The messages owed to the conversation's next summary, oldest first, without
+        those whose fingerprint is in ``held`` (still in the list, or pruned again: a fork,
+        or a reduce whose result was not kept)."""
+        with self._lineage_lock:
+            owed = list(self._carried.get(namespace_key, ()))
+        return [m for m in owed if fingerprint(m) not in held]
+
+    def settle_carried(self, namespace_key: Hashable) -> None:
+        """A summary of the conversation was made: nothing is owed any more (what was left
+        out is in the list, or in this summary's pruned messages)."""
+        with self._lineage_lock:
+            self._carried.pop(namespace_key, None)
 
     def reserve(self, state: PlanState, messages: list[Any]) -> int:
         """Room a summarising prune leaves for the block: messages in count mode, tokens in

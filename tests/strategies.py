@@ -430,9 +430,10 @@ WIRE_FORMATS = (
     "bedrock",
     "gemini",
     "gemini_objects",
+    "pydantic_ai",
 )
 #: The formats whose roles alternate (and whose lists hold no system prompt).
-ALTERNATING = frozenset({"anthropic", "bedrock", "gemini", "gemini_objects"})
+ALTERNATING = frozenset({"anthropic", "bedrock", "gemini", "gemini_objects", "pydantic_ai"})
 #: The reader's name of each rendered format (what ``detect`` returns).
 FORMAT_NAMES = {
     "chat": "chat",
@@ -444,6 +445,7 @@ FORMAT_NAMES = {
     "bedrock": "bedrock",
     "gemini": "gemini",
     "gemini_objects": "gemini",
+    "pydantic_ai": "pydantic_ai",
 }
 
 _TOOL_NAMES = ("lookup", "search")
@@ -806,6 +808,43 @@ def _gemini_object_element(element: Element) -> list[Any]:
     ]
 
 
+def _pydantic_ai_element(element: Element) -> list[Any]:
+    """pydantic-ai messages: a request per question or per turn of results, a response per
+    model turn (its calls as parts)."""
+    from pydantic_ai.messages import (
+        ImageUrl,
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ThinkingPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    if element.kind == "question":
+        content: Any = element.text
+        if element.images:
+            content = [element.text, *[ImageUrl(url=_IMAGE_URL)] * element.images]
+        return [ModelRequest(parts=[UserPromptPart(content=content)])]
+    if element.kind == "reply":
+        parts: list[Any] = []
+        if element.reasoning:
+            parts.append(ThinkingPart(content=element.reasoning))
+        if element.text:
+            parts.append(TextPart(content=element.text))
+        parts += [ToolCallPart(c.name, _args(c), tool_call_id=c.id) for c in element.calls]
+        return [ModelResponse(parts=parts)]
+    return [
+        ModelRequest(
+            parts=[
+                ToolReturnPart(name, output, tool_call_id=call_id)
+                for call_id, name, output in element.results
+            ]
+        )
+    ]
+
+
 _RENDERERS: dict[str, Any] = {
     "chat": _chat_element,
     "langchain": _langchain_element,
@@ -816,6 +855,7 @@ _RENDERERS: dict[str, Any] = {
     "bedrock": _bedrock_element,
     "gemini": _gemini_element,
     "gemini_objects": _gemini_object_element,
+    "pydantic_ai": _pydantic_ai_element,
 }
 
 

@@ -26,6 +26,8 @@ PUBLIC_MODULES = [
     "agentstate_reducer.tokens",
     "agentstate_reducer.messages",
     "agentstate_reducer.langgraph",
+    "agentstate_reducer.pydantic_ai",
+    "agentstate_reducer.google_adk",
     "agentstate_cosmosdb",
     "agentstate_tiktoken_offline",
 ]

@@ -8,6 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentstate_reducer import (
     Background,
@@ -70,13 +72,31 @@ def test_overlapping_reduces_deliver_each_id_once() -> None:
     assert len(hook.ids) > 0
 
 
-def test_messages_without_ids_are_always_delivered() -> None:
+def test_messages_without_ids_are_named_by_the_list_they_left() -> None:
+    """An id-less message is recognised by its place in the list it was pruned from: the
+    same list reduced again (a replay, a double-submitted request) hands nothing over
+    twice, while the same words pruned from another list (a later turn saying "ok"
+    again, another conversation) are messages of their own and go to the hook."""
     hook = Recorder()
     reducer = reducer_with(hook)
     history = [{"role": "user", "content": str(i)} for i in range(8)]
     reducer.reduce(existing=history)
     reducer.reduce(existing=history)
-    assert len(hook.batches) == 2
+    assert len(hook.batches) == 1
+    later = [*history[4:], *({"role": "user", "content": str(i)} for i in range(4))]
+    reducer.reduce(existing=later)
+    assert [m["content"] for batch, _ in hook.batches for m in batch] == [
+        "0",
+        "1",
+        "2",
+        "3",
+        "4",
+        "5",
+        "6",
+        "7",
+    ]
+    reducer.reduce(existing=history, namespace="another conversation")
+    assert len(hook.batches) == 3
 
 
 def test_dedupe_off_delivers_every_prune() -> None:
@@ -297,3 +317,241 @@ def test_keep_mode_asks_for_no_summary_while_a_hook_waits_out_its_backoff() -> N
     assert isinstance(result.hook_error.__cause__, ConnectionError)
     assert result.hook_error.result is not None
     assert result.hook_error.result.surviving == result.surviving
+
+
+# -- overlapping reduces of one conversation: claims on messages in flight ------------------
+
+
+class Gate:
+    """A hook whose first call blocks until released, then fails or succeeds as told;
+    later calls record and succeed."""
+
+    def __init__(self, *, first_fails: bool) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.first_fails = first_fails
+        self.calls: list[list[str]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, pruned: list[Any], namespace: Any) -> None:
+        with self.lock:
+            self.calls.append([m["id"] for m in pruned])
+            first = len(self.calls) == 1
+        if first:
+            self.entered.set()
+            self.release.wait(10)
+            if self.first_fails:
+                raise ConnectionError("store down")
+
+    @property
+    def delivered(self) -> list[str]:
+        """Ids the hook took (the first call only if it did not fail)."""
+        calls = self.calls[1:] if self.first_fails else self.calls
+        return [i for call in calls for i in call]
+
+
+def _blocked_in_wait(thread: threading.Thread, timeout: float = 10.0) -> bool:
+    """Whether ``thread`` comes to block in the driver's wait for another reduce's claim
+    (its stack holds ``Signal.wait``), within ``timeout`` seconds."""
+    import sys
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        frame = sys._current_frames().get(thread.ident or -1)
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == "wait" and code.co_filename.endswith("_calls.py"):
+                return True
+            frame = frame.f_back
+        time.sleep(0.005)
+    return False
+
+
+def _overlap(
+    reducer: MessageReducer, gate: Gate, first: Any, second: Any, *, hang: bool = False
+) -> tuple[Any, Any]:
+    """Run ``first`` until its hook call is under way, start ``second`` and let it block on
+    the claimed messages, release the hook (with ``hang``, only once ``second`` has given
+    up waiting); return both outcomes (result or error)."""
+    out: dict[str, Any] = {}
+
+    def run(name: str, work: Any) -> None:
+        try:
+            out[name] = work()
+        except PruneHookError as exc:
+            out[name] = exc
+
+    a = threading.Thread(target=run, args=("first", first))
+    a.start()
+    assert gate.entered.wait(5)
+    b = threading.Thread(target=run, args=("second", second))
+    b.start()
+    assert _blocked_in_wait(b), "the second reduce never waited for the claim"
+    if hang:  # the hook hangs past the wait: the second reduce gives up first
+        b.join(10)
+    gate.release.set()
+    a.join(10)
+    b.join(10)
+    return out["first"], out["second"]
+
+
+@pytest.mark.parametrize("first_fails", [True, False])
+def test_an_overlapping_reduce_waits_for_the_hand_off_under_way(first_fails: bool) -> None:
+    """Two reduces of one conversation prune the same messages at once (keep mode): the
+    second waits for the first's delivery instead of skipping the messages. Delivered:
+    both prune them and the hook took them once. Failed: both keep them in their lists,
+    so whichever list is stored, nothing is lost (before, the second stored a list without
+    them while the first's delivery failed)."""
+    gate = Gate(first_fails=first_fails)
+    reducer = reducer_with(gate, handoff=Handoff(on_error="keep", retry_backoff=0))
+    history = turns(8)
+    first, second = _overlap(
+        reducer, gate, lambda: reducer.reduce(history), lambda: reducer.reduce(history)
+    )
+    assert len(gate.calls) == 1, "the second reduce handed the same messages over again"
+    for result in (first, second):
+        if first_fails:
+            assert result.surviving == history and result.pruned == []
+            assert isinstance(result.hook_error, PruneHookError)
+        else:
+            assert result.pruned == history[:4] and result.hook_error is None
+    assert gate.delivered == ([] if first_fails else ["m0", "m1", "m2", "m3"])
+    follow_up = reducer.reduce(history)  # the store answers now: handed over exactly once
+    assert follow_up.hook_error is None
+    assert sorted(gate.delivered) == ["m0", "m1", "m2", "m3"]
+
+
+def test_a_waiting_reduce_in_raise_mode_keeps_a_failed_claim_pending() -> None:
+    """The first reduce (keep) fails to hand the messages over and keeps them in its list;
+    the overlapping one (raise) meets them, waits, and keeps them for a retry as its own
+    failure would: PruneHookError(kept=True), then the retry delivers them once."""
+    gate = Gate(first_fails=True)
+    reducer = reducer_with(gate)
+    history = turns(8)
+    first, second = _overlap(
+        reducer,
+        gate,
+        lambda: reducer.reduce(history, on_prune_error="keep"),
+        lambda: reducer.reduce(history, on_prune_error="raise"),
+    )
+    assert first.surviving == history and first.hook_error is not None
+    assert isinstance(second, PruneHookError) and second.kept
+    assert second.result is not None and second.result.pruned == history[:4]
+    assert reducer.handoff_status().pending_messages == 4
+    reducer.retry_handoffs()
+    reducer.reduce(history)  # handed over already: nothing goes twice
+    assert sorted(gate.delivered) == ["m0", "m1", "m2", "m3"]
+    assert reducer.handoff_status().pending_messages == 0
+
+
+def test_a_pending_claim_is_not_handed_over_twice_by_an_overlapping_reduce() -> None:
+    """The first reduce (raise) fails and keeps the messages pending; a second reduce of
+    the same list (raise) while the store is still down keeps them pending too, once: the
+    store, back, gets each message once."""
+    down = {"yes": True}
+    taken: list[str] = []
+
+    def store(pruned: list[Any], namespace: Any) -> None:
+        if down["yes"]:
+            raise ConnectionError("down")
+        taken.extend(m["id"] for m in pruned)
+
+    reducer = reducer_with(store)
+    history = turns(8)
+    for _ in range(2):
+        with pytest.raises(PruneHookError) as info:
+            reducer.reduce(history)
+        assert info.value.kept
+    assert reducer.handoff_status().pending_messages == 4
+    down["yes"] = False
+    reducer.retry_handoffs()
+    reducer.reduce(history)
+    assert taken == ["m0", "m1", "m2", "m3"]
+
+
+@pytest.mark.parametrize("on_prune_error", ["keep", "raise"])
+def test_a_hook_that_hangs_does_not_hang_the_overlapping_reduce(on_prune_error: str) -> None:
+    """The first reduce's hook hangs longer than ``Handoff.wait``: the overlapping reduce
+    stops waiting after that timeout and keeps the messages in its list (prunes nothing),
+    in both modes; once the first delivery succeeds the messages go out once."""
+    gate = Gate(first_fails=False)
+    reducer = reducer_with(gate, handoff=Handoff(wait=0.1, retry_backoff=0))
+    history = turns(8)
+    began = time.monotonic()
+    first, second = _overlap(
+        reducer,
+        gate,
+        lambda: reducer.reduce(history, on_prune_error="keep"),
+        lambda: reducer.reduce(history, on_prune_error=on_prune_error),
+        hang=True,
+    )
+    assert first.pruned == history[:4] and first.hook_error is None
+    if on_prune_error == "raise":
+        assert isinstance(second, PruneHookError) and not second.kept
+        assert "Handoff.wait" in str(second)
+        second = second.result
+    assert second.surviving == history and second.pruned == []
+    assert isinstance(second.hook_error, PruneHookError)
+    assert time.monotonic() - began < 5
+    reducer.reduce(history)
+    assert gate.delivered == ["m0", "m1", "m2", "m3"]
+
+
+def test_overlapping_async_reduces_wait_without_blocking_the_event_loop() -> None:
+    """``areduce`` meets a claim and waits on the loop (other tasks keep running), then
+    follows the first delivery's outcome: a failure keeps the messages in both lists."""
+    import asyncio
+
+    async def main() -> None:
+        release = asyncio.Event()
+        entered = asyncio.Event()
+        calls: list[list[str]] = []
+
+        async def hook(pruned: list[Any], namespace: Any) -> None:
+            calls.append([m["id"] for m in pruned])
+            if len(calls) == 1:
+                entered.set()
+                await release.wait()
+                raise ConnectionError("down")
+
+        reducer = reducer_with(hook, handoff=Handoff(on_error="keep", retry_backoff=0))
+        history = turns(8)
+        first = asyncio.create_task(reducer.areduce(history))
+        await entered.wait()
+        second = asyncio.create_task(reducer.areduce(history))
+        ticks = 0
+        for _ in range(10):
+            await asyncio.sleep(0.01)
+            ticks += 1
+        assert not second.done(), "the second reduce did not wait for the claim"
+        release.set()
+        a, b = await asyncio.gather(first, second)
+        assert ticks == 10
+        assert a.surviving == history and b.surviving == history
+        assert isinstance(b.hook_error, PruneHookError) and len(calls) == 1
+
+    asyncio.run(main())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(st.sampled_from(["ok", "thanks", "fact"]), min_size=1, max_size=12),
+    cut=st.integers(0, 11),
+)
+def test_id_less_keys_name_a_place_in_a_list(texts: list[str], cut: int) -> None:
+    """Property: the hand-off's keys of id-less messages are the same when the same list is
+    reduced again (a replay), distinct for distinct positions of one list however often
+    the same words repeat, and never shared with a list that differs in any message."""
+    from agentstate_reducer.hooks import message_keys
+
+    listing = [{"role": "user", "content": text} for text in texts]
+    size = max(1, cut % (len(listing) + 1))
+    keys = message_keys(listing[:size], "ns", listing)
+    replayed = [dict(m) for m in listing]  # a replay: fresh objects, the same list
+    assert keys == message_keys(replayed[:size], "ns", replayed)
+    assert len(set(keys)) == len(keys)
+    twice = [listing[0], listing[0]]  # one object listed twice: two places
+    assert len(set(message_keys(twice, "ns", twice))) == 2
+    longer = [*listing, {"role": "user", "content": "new"}]
+    assert not set(keys) & set(message_keys(longer[:size], "ns", longer))
+    assert not set(keys) & set(message_keys(listing[:size], "other", listing))

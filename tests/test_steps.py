@@ -612,7 +612,8 @@ def test_compress_replaces_old_outputs_and_hands_the_originals_over(how: str) ->
     touched = result.steps[0].touched
     for message in touched:
         assert message["content"] == "gist: " + original[message["id"]]["content"][:12]
-        assert by_id[message["id"]] is message and step.rewrote(message)
+        assert by_id[message["id"]] is message
+        assert reducer.rewrites.holds(message, None), "an output is remembered as a rewrite"
     # Replaced oldest first, only as far as the target needs.
     assert ids(touched) == old[: len(touched)]
     assert result.tokens_after <= 400 < tokens_of(reducer, history)
@@ -646,7 +647,7 @@ def test_compress_calls_the_compressor_once_per_message_across_reduces() -> None
     sent = compressor.seen
     assert len(sent) == len(set(sent)), "no message is compressed twice"
     assert not any(i.startswith("gist") for i in sent)
-    outputs = [m for m in hook.got if step.rewrote(m)]
+    outputs = [m for m in hook.got if str(m["content"]).startswith("gist")]
     assert outputs == [], "compressed versions are not handed over"
     assert once_each(hook.got) and all(m in history for m in hook.got)
     assert len({m["id"] for m in hook.got}) == len(hook.got)
@@ -1498,3 +1499,94 @@ def test_compress_shortens_legacy_function_results_by_default() -> None:
     assert [r.step for r in result.steps] == ["compress"]
     assert ids(result.rewritten) == ["f0"]
     assert result.surviving[3]["content"].startswith("gist: ")
+
+
+class IdlessShorten(ReductionStep):
+    """A custom step that rewrites tool outputs with new messages that carry no id."""
+
+    id = "idless_shorten"
+    prunes = False
+
+    def apply(self, context: StepContext) -> list[Any]:
+        touched = []
+        for position, message in enumerate(context.messages):
+            if context.role(position) == "tool" and not message["content"].startswith("["):
+                shorter = {
+                    "role": "tool",
+                    "tool_call_id": message["tool_call_id"],
+                    "content": "[short] " + message["content"][:5],
+                }
+                context.replace(position, shorter)
+                touched.append(shorter)
+        return touched
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_an_id_less_replacement_takes_the_id_of_the_message_it_replaces(how: str) -> None:
+    """A custom step's context.replace with an id-less message: the list holds it with the
+    replaced message's id (in its own shape), so the next reduce of the stored list knows
+    it as a rewrite and hands over nothing twice; the hook got the originals once."""
+    hook = Hook()
+    history = tool_chat(4)
+    total = tokens_of(MessageReducer(), history)
+    reducer = reducer_for([IdlessShorten(), DropOldest()], hook, max_tokens=total - 1)
+    result = run(reducer, how, history)
+    rewrites = [m for m in result.surviving if str(m["content"]).startswith("[short]")]
+    assert rewrites and all("id" in m for m in rewrites)
+    originals = {m["id"]: m for m in history}
+    for rewrite in rewrites:
+        assert originals[rewrite["id"]]["tool_call_id"] == rewrite["tool_call_id"]
+    assert hook.got == [originals[m["id"]] for m in rewrites]
+    hook.got.clear()
+    later = run(reducer, how, result.surviving, [{"role": "user", "content": "next " * 2000}])
+    assert any(str(m["content"]).startswith("[short]") for m in later.pruned)
+    assert not any(str(m["content"]).startswith("[short]") for m in hook.got)
+
+
+def strip_markup(messages: list[Any]) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", m["content"]) for m in messages]
+
+
+def test_another_users_identical_tool_result_is_that_users_own() -> None:
+    """User A's output compressed to "result 3"; user B's tool result says exactly that,
+    with the same call id and message id (ids reused across conversations): it is B's
+    original, handed to B's hook when it is pruned (before, Compress's memory knew no
+    conversation and took it for A's output, so B's memory never got it)."""
+    hook = Recorder()
+
+    def message(content: str) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": "c0a", "content": content, "id": "t0a"}
+
+    def chat(output: str, question: str) -> list[dict[str, Any]]:
+        return [
+            {"role": "user", "content": "question 0", "id": "q0"},
+            {"role": "assistant", "content": None, "tool_calls": [call_of("c0a")], "id": "a0"},
+            message(output),
+            {"role": "assistant", "content": "answer 0", "id": "b0"},
+            {"role": "user", "content": question, "id": "q1"},
+        ]
+
+    a_history = chat("result 3 <b>" + "bold " * 40 + "</b>", "question 1")
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            max_tokens=tokens_of(MessageReducer(), a_history) - 1,
+            policy=[Compress(strip_markup, keep_last=0), DropOldest()],
+            on_prune=[hook],
+            preserve_first=False,
+        )
+    )
+    a = reducer.reduce(existing=a_history, namespace="user-a")
+    assert a.rewritten and a.surviving[2]["content"] == strip_markup([a_history[2]])[0]
+    b_history = chat(a.surviving[2]["content"], "a long question " * 200)
+    reducer.reduce(existing=b_history, namespace="user-b")
+    assert ("user-b", "t0a") in hook.taken, "user B's own tool result never reached B's hook"
+
+
+class Recorder:
+    """An ``on_prune`` hook recording ``(namespace, id)`` of each message taken."""
+
+    def __init__(self) -> None:
+        self.taken: list[tuple[Any, str]] = []
+
+    def __call__(self, messages: list[Any], namespace: Any) -> None:
+        self.taken.extend((namespace, m["id"]) for m in messages)

@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentstate_reducer import Handoff, MessageReducer, ReducerConfig, SummaryError
-from agentstate_reducer.messages import SUMMARY_HEADER, content_of, is_summary
+from agentstate_reducer.messages import SUMMARY_HEADER, content_of, is_summary, role_of
 from agentstate_reducer.policy import ClearToolOutputs, Summarize
 from agentstate_reducer.summary import mark_summary
 
@@ -319,8 +319,9 @@ def test_with_summaries_the_bound_holds_every_turn_and_a_second_reduce_is_a_no_o
 ) -> None:
     """Turn by turn, count or token mode: after every reduce the list is within the bound
     (or nothing more can be pruned: pinned messages, the newest turn), holds exactly one
-    summary block once something was summarised, and reducing it again prunes nothing and
-    calls summarize_fn no more."""
+    summary block once something was summarised, never directly before a system or
+    developer message, and reducing it again prunes nothing and calls summarize_fn no
+    more."""
     summarize = Summarizer()
     if data.draw(st.booleans(), label="token mode"):
         high = data.draw(st.integers(15, 120), label="max_tokens")
@@ -350,6 +351,9 @@ def test_with_summaries_the_bound_holds_every_turn_and_a_second_reduce_is_a_no_o
         history = result.surviving
         summarised = summarised or bool(result.summary_messages)
         assert sum(is_summary(m) for m in history) == (1 if summarised else 0)
+        if result.summary_messages:
+            after = history.index(result.summary_messages[-1]) + 1
+            assert after == len(history) or role_of(history[after]) not in ("system", "developer")
         over = any(p.kind == "over_budget" for p in judge.validate(history).problems)
         assert not (over and judge.plan(history).pruned), "over the bound, prunable left"
         calls = len(summarize.calls)
@@ -485,3 +489,179 @@ def test_sibling_lists_summarise_every_message_once(
         assert sum(map(is_summary, stored)) <= 2  # a stale block leaves at the next fold
     assert len(seen) == len(set(seen)), "a message was summarised twice"
     assert max(priors, default=0) <= 1
+
+
+# -- where the block goes, and one summarizer call per reduce -----------------------------
+
+
+@pytest.mark.parametrize("instruction", ["system", "developer"])
+@pytest.mark.parametrize("preserve_first", [False, "system"])
+def test_a_summary_never_goes_before_an_instruction_message(
+    instruction: str, preserve_first: Any
+) -> None:
+    """With preserve_first off (or "system" and a user message first, an instruction
+    message right after it), the block goes after the leading instruction messages, never
+    before them: [summary, system, ...] is refused by OpenAI-strict, Anthropic and Gemini."""
+    summarize = Summarizer()
+    head = [{"role": instruction, "content": "Be brief.", "id": "sys"}]
+    if preserve_first == "system":
+        head = [{"role": "user", "content": "hello", "id": "hello"}, *head]
+    history = [*head, *with_ids(chat(6))[1:]]
+    reducer = injecting(summarize, preserve_first=preserve_first)
+    for turn in range(3):
+        result = reducer.reduce(
+            existing=history,
+            new=[
+                {"role": "user", "content": f"more {turn}.{n}", "id": f"{turn}.{n}"}
+                for n in range(3)
+            ],
+        )
+        history = result.surviving
+        assert result.summary_messages, "the test must summarise"
+        roles = [m["role"] for m in history]
+        at = next(i for i, m in enumerate(history) if is_summary(m))
+        assert history[0]["id"] == "sys" and at == 1, roles
+
+
+def total(messages: list[Any]) -> int:
+    return sum(tokens_of(m) for m in messages)
+
+
+def _long_turns(words: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": "sys", "id": "sys"}]
+    for n in range(8):
+        out.append({"role": "user", "content": f"topic {n} " + "words " * words, "id": f"u{n}"})
+        out.append({"role": "assistant", "content": "reply " * words, "id": f"r{n}"})
+    return out
+
+
+def test_select_relevant_and_summarize_call_the_summarizer_once_per_reduce() -> None:
+    """SelectRelevant(summarize=True) drops old turns, then the newest turn alone is still
+    over the budget and Summarize() drops its older tool calls too: both drops go into one
+    summary, one summarize_fn call (before, a second call folded the first's block)."""
+    from agentstate_reducer.policy import SelectRelevant
+
+    summarize = Summarizer()
+    big = "figures " * 120
+    history = [
+        *_long_turns(20),
+        {"role": "user", "content": "fetch the report", "id": "q"},
+        {"role": "assistant", "content": None, "id": "c1", "tool_calls": [_call("x1")]},
+        {"role": "tool", "tool_call_id": "x1", "content": big, "id": "t1"},
+        {"role": "assistant", "content": None, "id": "c2", "tool_calls": [_call("x2")]},
+        {"role": "tool", "tool_call_id": "x2", "content": big, "id": "t2"},
+    ]
+    budget = total([history[-5], history[-2], history[-1]]) + 60
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            max_tokens=budget,
+            token_counter=tokens_of,
+            summarize_fn=lambda messages: summarize(messages)[:40],
+            inject_summary=True,
+            summary_max_tokens=20,
+            policy=[SelectRelevant(summarize=True), Summarize()],
+        )
+    )
+    result = reducer.reduce(existing=history)
+    assert [r.step for r in result.steps] == ["select_relevant", "summarize"]
+    assert all(r.touched for r in result.steps), "both steps must drop"
+    assert len(summarize.calls) == 1, f"{len(summarize.calls)} summarizer calls in one reduce"
+    summarised = {m["id"] for m in summarize.calls[0]}
+    assert summarised == {m["id"] for m in result.pruned}
+    assert result.tokens_after <= budget
+
+
+def _call(call_id: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "get", "arguments": "{}"}}
+
+
+def test_a_summary_larger_than_its_room_costs_no_second_call() -> None:
+    """summarize_fn answers with more than summary_max_tokens: the reduce prunes further
+    to fit without calling it again, and carries what it pruned that way into the next
+    summary (the next call receives it); every pruned message is summarised once."""
+    calls: list[list[str]] = []
+
+    def verbose(messages: list[Any]) -> str:
+        calls.append([m.get("id", "summary") if not is_summary(m) else "summary" for m in messages])
+        return "a long summary " * 12
+
+    history = _long_turns(3)
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            max_tokens=total(history) - 5,
+            token_counter=tokens_of,
+            summarize_fn=verbose,
+            inject_summary=True,
+            summary_max_tokens=8,
+        )
+    )
+    first = reducer.reduce(existing=history)
+    assert len(calls) == 1
+    assert first.tokens_after <= reducer.config.max_tokens
+    carried = [m["id"] for m in first.pruned if m["id"] not in calls[0]]
+    assert carried, "the block overflowed: more was pruned, unsummarised yet"
+    second = reducer.reduce(
+        existing=first.surviving,
+        new=[{"role": "user", "content": "words " * 40, "id": "late"}],
+    )
+    assert len(calls) == 2 and second.summary_messages
+    assert set(carried) <= set(calls[1]), "the carried messages reach the next summary"
+    summarised = [i for call in calls for i in call if i != "summary"]
+    assert len(summarised) == len(set(summarised)), "a message was summarised twice"
+
+
+@pytest.mark.parametrize("derived", [False, True], ids=["same-reducer", "with_config"])
+def test_overlapping_reduces_of_a_conversation_make_one_summary(derived: bool) -> None:
+    """Two reduces of the same list at once (a double-submitted request; or the agent
+    middleware's with_config reducer and the saver's own): the second waits while the
+    first makes its summary, then reuses it: one summarize_fn call, the same block in both
+    results."""
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def slow(messages: list[Any]) -> str:
+        calls.append(len(messages))
+        entered.set()
+        release.wait(5)
+        return "what was said"
+
+    reducer = injecting(slow)
+    history = with_ids(chat(5))
+    results: list[Any] = []
+    first = threading.Thread(target=lambda: results.append(reducer.reduce(history)))
+    first.start()
+    assert entered.wait(5)
+    other = reducer.with_config(min_messages=4) if derived else reducer
+    second = threading.Thread(target=lambda: results.append(other.reduce(history)))
+    second.start()
+    second.join(0.2)
+    assert second.is_alive(), "the second reduce did not wait for the summary being made"
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert len(calls) == 1
+    assert [m["id"] for m in results[0].surviving] == [m["id"] for m in results[1].surviving]
+
+
+def test_a_replay_after_another_writer_summarised_calls_nothing() -> None:
+    """Found by the many-writers checker: two writers of one conversation reduce lists one
+    message apart (the second one's block becomes the conversation's newest); replaying
+    the first one's reduce (its result is the stored one) must reuse its own summary, not
+    fold the other writer's block into a new one."""
+    summarize = Summarizer()
+    reducer = injecting(summarize, preserve_first=True)
+    history = with_ids(chat(4))
+    first = [
+        *history,
+        {"role": "user", "content": "late", "id": "late"},
+        {"role": "assistant", "content": "x", "id": "x"},
+    ]
+    second = first[:-1]
+    stored = reducer.reduce(first, namespace="c")
+    reducer.reduce(second, namespace="c")
+    calls = len(summarize.calls)
+    replayed = reducer.reduce(first, namespace="c")
+    assert len(summarize.calls) == calls, "the replay called summarize_fn again"
+    assert [m["id"] for m in replayed.surviving] == [m.get("id") for m in stored.surviving]

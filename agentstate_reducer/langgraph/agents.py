@@ -12,8 +12,15 @@ Both work in one of two modes, and both default to ``"persistent"``:
   (long-term memory). This is the default because it is what the library is for: bounded
   storage and a hand-off that actually happens.
 * ``"view"``: the state keeps every message (its storage keeps growing); only the list
-  handed to the model is bounded, using :meth:`MessageReducer.plan`. Nothing has left the
+  handed to the model is bounded, using :meth:`MessageReducer.view`. Nothing has left the
   conversation, so the summary and the ``on_prune`` hooks never run in this mode.
+
+In persistent mode, while a memory store or summarizer is down (``on_prune_error=
+"keep"``), the state is left unpruned: it is the retry buffer, and nothing is lost. The
+model still gets a bounded list then: the reducer's view of the state (the policy run on
+a copy, the oldest messages left out, no new summary), as in view mode. So the model's
+input stays within the budget in every outage, and the stored list is bounded again once
+the hand-off succeeds.
 
 Both bound the conversation list only. ``create_agent``'s ``system_prompt`` (and
 ``create_react_agent``'s ``prompt``) is kept outside that list, so index 0 is the first
@@ -99,20 +106,31 @@ def _run_config(runtime: Runtime[Any]) -> RunnableConfig:
 
 
 def _bounded_view(
-    reducer: MessageReducer, messages: list[Any], on_prune_error: OnPruneError, namespace: Any
+    reducer: MessageReducer,
+    messages: list[Any],
+    on_prune_error: OnPruneError,
+    namespace: Any = None,
 ) -> list[Any]:
     """The messages the model should see: the reducer's policy run on a copy (clearing,
-    compressing, pruning, recalling; no summary, no hooks, the state untouched)."""
-    view = reducer.view(messages, namespace, on_prune_error=on_prune_error)
-    return view.surviving if view.surviving else messages
+    compressing, pruning, recalling; no summary, no hooks, the state untouched). A list
+    within the bound comes back as it is, unless a view-only step (``Recall``) adds to it."""
+    if not reducer.adds_to_view and not reducer.limits.may_prune(len(messages)):
+        return messages  # count mode, within max_messages: nothing to read
+    surviving = reducer.view(messages, namespace, on_prune_error=on_prune_error).surviving
+    return surviving if surviving else messages
 
 
 async def _abounded_view(
-    reducer: MessageReducer, messages: list[Any], on_prune_error: OnPruneError, namespace: Any
+    reducer: MessageReducer,
+    messages: list[Any],
+    on_prune_error: OnPruneError,
+    namespace: Any = None,
 ) -> list[Any]:
     """Async :func:`_bounded_view` (coroutine compressors, scorers and stores awaited)."""
-    view = await reducer.aview(messages, namespace, on_prune_error=on_prune_error)
-    return view.surviving if view.surviving else messages
+    if not reducer.adds_to_view and not reducer.limits.may_prune(len(messages)):
+        return messages
+    result = await reducer.aview(messages, namespace, on_prune_error=on_prune_error)
+    return result.surviving if result.surviving else messages
 
 
 class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -121,11 +139,14 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     In ``"persistent"`` mode (default) ``before_model`` reduces ``state["messages"]`` and
     returns the ``RemoveMessage`` updates (and any injected summary) that store the
     surviving list, so the checkpointed state shrinks; the ``on_prune`` hooks get the
-    namespace of :func:`~agentstate_reducer.langgraph.memory_namespace`. In ``"view"`` mode
-    ``wrap_model_call`` hands the model the list :meth:`MessageReducer.view` makes (the
-    policy run on a copy: old tool outputs cleared, messages compressed, old turns left
-    out, as ``ContextEditingMiddleware`` does) and leaves the state alone (no summary is
-    made and no hook runs). Either way, with the
+    namespace of :func:`~agentstate_reducer.langgraph.memory_namespace`; while a memory
+    store or summarizer is down the state is kept unpruned (the retry buffer) and
+    ``wrap_model_call`` hands the model the reducer's view of it instead, so the model's
+    input stays within the budget. In ``"view"`` mode ``wrap_model_call`` always hands the
+    model the list :meth:`MessageReducer.view` makes (the policy run on a copy: old tool
+    outputs cleared, messages compressed, old turns left out, as
+    ``ContextEditingMiddleware`` does) and leaves the state alone (no summary is made and
+    no hook runs). Either way, with the
     reducer's default ``cascade_tool_messages=True``, tool calls and their results are
     kept or dropped together.
 
@@ -214,10 +235,10 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelCallResult:
-        """In view mode, call the model with the bounded list; in persistent mode with a
-        view-only step in the policy (``Recall``), with the view of the bounded state;
-        otherwise pass through."""
-        if not self._views(request):
+        """Call the model with the bounded list: in view mode always; in persistent mode
+        the state is already bounded, except during an outage (the state is kept
+        unpruned then), when the model gets the reducer's view of it."""
+        if not request.messages:
             return handler(request)
         view = _bounded_view(
             self.reducer, list(request.messages), self.on_prune_error, self._namespace(request)
@@ -231,20 +252,19 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelCallResult:
         """Async :meth:`wrap_model_call`."""
-        if not self._views(request):
+        if not request.messages:
             return await handler(request)
         view = await _abounded_view(
             self.reducer, list(request.messages), self.on_prune_error, self._namespace(request)
         )
         return await handler(self._with_messages(request, view))
 
-    def _views(self, request: ModelRequest[Any]) -> bool:
-        """Whether the model call gets the reducer's view rather than the state as it is."""
-        return bool(request.messages) and (self.mode == "view" or self.reducer.adds_to_view)
-
     def _namespace(self, request: ModelRequest[Any]) -> Any:
-        """The run's memory namespace (for ``Recall``'s store namespace)."""
-        return memory_namespace(self.reducer, _run_config(request.runtime))
+        """The conversation the view belongs to (the steps' memories are keyed by it)."""
+        runtime = getattr(request, "runtime", None)
+        if runtime is None:
+            return None
+        return memory_namespace(self.reducer, _run_config(runtime))
 
     @staticmethod
     def _with_messages(request: ModelRequest[Any], view: list[Any]) -> ModelRequest[Any]:
@@ -272,8 +292,10 @@ def make_pre_model_hook(
     the state (``RemoveMessage`` updates plus any injected summary; see
     :func:`~agentstate_reducer.langgraph.messages_update`), and the summary and
     ``on_prune`` hooks run, with the namespace of
-    :func:`~agentstate_reducer.langgraph.memory_namespace`. In ``"view"`` mode the state
-    keeps every message and neither the summary nor the hooks run.
+    :func:`~agentstate_reducer.langgraph.memory_namespace`; while a memory store or
+    summarizer is down the state is kept unpruned and ``llm_input_messages`` is the
+    reducer's view of it (within the budget). In ``"view"`` mode the state keeps every
+    message and neither the summary nor the hooks run.
 
     Args:
         reducer: The reducer that bounds the messages.
@@ -311,24 +333,28 @@ def make_pre_model_hook(
             )
         return messages
 
-    def output(messages: list[Any], result: ReducerResult, update: list[Any]) -> dict[str, Any]:
-        out: dict[str, list[Any]] = {"llm_input_messages": result.surviving or messages}
+    def output(model_input: list[Any], update: list[Any]) -> dict[str, Any]:
+        out: dict[str, list[Any]] = {"llm_input_messages": model_input}
         if update:
             out[messages_key] = update
         return out
+
+    def kept(result: ReducerResult) -> bool:
+        """Whether the reduce kept the list as it was because of an outage."""
+        return result.hook_error is not None or result.summary_error is not None
 
     def pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
         messages = messages_of(state)
         namespace = memory_namespace(bound, config)
         if mode == "view":
-            view = _bounded_view(bound, messages, on_prune_error, namespace)
-            return {"llm_input_messages": view}
-        reduced = reduction_update(bound, messages, config, on_prune_error=on_prune_error)
-        out = output(messages, *reduced)
+            return {"llm_input_messages": _bounded_view(bound, messages, on_prune_error, namespace)}
+        result, update = reduction_update(bound, messages, config, on_prune_error=on_prune_error)
+        if kept(result):  # an outage: the state stays unpruned, the model gets the view
+            return output(_bounded_view(bound, messages, on_prune_error, namespace), update)
+        shown = result.surviving or messages
         if bound.adds_to_view:  # Recall: the model sees the view of the bounded list
-            shown = out["llm_input_messages"]
-            out["llm_input_messages"] = _bounded_view(bound, shown, on_prune_error, namespace)
-        return out
+            shown = _bounded_view(bound, shown, on_prune_error, namespace)
+        return output(shown, update)
 
     async def apre_model_hook(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
         messages = messages_of(state)
@@ -336,13 +362,15 @@ def make_pre_model_hook(
         if mode == "view":
             view = await _abounded_view(bound, messages, on_prune_error, namespace)
             return {"llm_input_messages": view}
-        reduced = await areduction_update(bound, messages, config, on_prune_error=on_prune_error)
-        out = output(messages, *reduced)
+        result, update = await areduction_update(
+            bound, messages, config, on_prune_error=on_prune_error
+        )
+        if kept(result):
+            view = await _abounded_view(bound, messages, on_prune_error, namespace)
+            return output(view, update)
+        shown = result.surviving or messages
         if bound.adds_to_view:
-            shown = out["llm_input_messages"]
-            out["llm_input_messages"] = await _abounded_view(
-                bound, shown, on_prune_error, namespace
-            )
-        return out
+            shown = await _abounded_view(bound, shown, on_prune_error, namespace)
+        return output(shown, update)
 
     return RunnableLambda(pre_model_hook, afunc=apre_model_hook, name="pre_model_hook")

@@ -7,20 +7,29 @@ the reducer, inside the channel.
 
 from __future__ import annotations
 
+import hashlib
 import threading
+import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
-from langchain_core.messages import RemoveMessage
+from langchain_core.messages import (
+    BaseMessage,
+    BaseMessageChunk,
+    RemoveMessage,
+    convert_to_messages,
+    message_chunk_to_message,
+)
 from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.errors import InvalidUpdateError
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
-from typing_extensions import override
+from typing_extensions import Self, override
 
 from .._checks import check_choice
-from ..messages import fingerprint, id_of
+from ..messages import fingerprint, id_of, with_id
 from ..reducer import check_reducer
-from ..summary import SUMMARY_ID_PREFIX, with_id
+from ..summary import SUMMARY_ID_PREFIX
 from .reduction import warn_if_summary_is_dropped
 
 try:  # LangGraph's Overwrite (newer releases); without it there is nothing to recognise
@@ -80,7 +89,8 @@ def langgraph_reducer(
 
     * ``"add_messages"`` (default): the update is merged by LangGraph's ``add_messages``
       itself, so everything it does holds: dicts, ``(role, content)`` tuples and strings
-      become messages, missing ids are assigned, a message with a known id replaces the
+      become messages, missing ids are assigned (deterministic ones: see above; the
+      message objects a node wrote are left as they are), a message with a known id replaces the
       old one in place, ``RemoveMessage(id=...)`` deletes, ``RemoveMessage(id=
       REMOVE_ALL_MESSAGES)`` clears the list, and removing an unknown id raises the same
       ``ValueError``. ``format`` is passed to ``add_messages``.
@@ -95,11 +105,15 @@ def langgraph_reducer(
     ``on_prune`` hooks receive ``namespace=None``. Use :func:`create_reduction_node` or
     the checkpoint saver when hooks need a per-thread namespace. LangGraph may apply the
     same write more than once (``get_state`` on a thread with pending writes, resuming
-    after an interrupt): hooks are deduplicated by message id and content, and the reducer
-    reuses the summary it made for the same messages instead of calling ``summarize_fn``
-    again.
+    after an interrupt): a message written without an id gets a deterministic one (see
+    ``_StepIds``), the same in every replay, so hooks are deduplicated by message id and
+    content, and the reducer reuses the summary it made for the same messages instead of
+    calling ``summarize_fn`` again.
+    While a hook or summarizer is down the list is stored unpruned (the retry buffer),
+    while nodes read the reducer's view of it, within the bound (see
+    :class:`BoundedMessagesChannel`).
     An update wrapped in LangGraph's ``Overwrite`` bypasses channel reducers, so it is
-    stored unbounded.
+    stored unbounded (nodes read the view).
 
     Args:
         reducer: The reducer that bounds the merged list.
@@ -175,18 +189,49 @@ class _BoundedMerge:
         # LangGraph compares channel operators by name (and lambdas as equal).
         self.__name__ = f"bounded_{merge}"
 
-    def merge(self, existing: Any, update: Any) -> list[Any]:
+    def merge(self, existing: Any, update: Any, ids: _StepIds | None = None) -> list[Any]:
+        """Merge one update; ``ids`` names the id-less messages of the super-step's
+        updates (a fresh one per call when None: the update is a step of its own)."""
         if self.mode == "add_messages":
-            return _add_messages(existing, update, format=self.format)
+            if existing is None or update is None:
+                return _add_messages(existing, update, format=self.format)  # its own error
+            if ids is None:
+                ids = _StepIds(existing)
+            left = ids.name_left(existing)
+            return _add_messages(left, ids.name(update, left), format=self.format)
         return _append(existing, update)
 
     def bound(self, merged: list[Any]) -> list[Any]:
-        # The channel's list is the retry buffer whatever the mode; "raise" fails the write.
+        return self.bound_and_view(merged)[0]
+
+    def bound_and_view(self, merged: list[Any]) -> tuple[list[Any], _View | None]:
+        """The list to store, and what nodes read instead of it (None: the list itself).
+
+        The channel's list is the retry buffer whatever the mode ("raise" fails the
+        write): while a hook or summarizer is down it is stored unpruned, and nodes (the
+        model) read the reducer's view of it, within the bound."""
         result = self.reducer.reduce(merged, on_prune_error="keep")
         error = result.hook_error or result.summary_error
         if error is not None and self.on_prune_error == "raise":
             raise error
-        return _surviving_with_ids(result, coerce=self.mode == "add_messages", format=self.format)
+        stored = _surviving_with_ids(result, coerce=self.mode == "add_messages", format=self.format)
+        return stored, (self.view(stored) if error is not None else None)
+
+    def view(self, stored: list[Any]) -> _View | None:
+        """The reducer's view of ``stored`` (what a model may be sent), or None when that
+        is ``stored`` itself (within the bound)."""
+        if not self.reducer.limits.may_prune(len(stored)):
+            return None
+        result = self.reducer.view(stored, on_prune_error="keep")
+        if not result.pruned and not result.rewritten:
+            return None
+        given = {id(m) for m in stored}
+        rewrites = {
+            message_id: fingerprint(m)
+            for m in result.surviving
+            if id(m) not in given and (message_id := id_of(m)) is not None
+        }
+        return _View(result.surviving, rewrites)
 
     def __call__(self, existing: Any, update: Any) -> list[Any]:
         if existing is None or update is None:
@@ -205,6 +250,18 @@ class _BoundedMerge:
         return self.bound(self.merge(existing, update))
 
 
+class _View(NamedTuple):
+    """What nodes read from a channel whose stored list is over the bound: the reducer's
+    view, and the fingerprints (by id) of the rewritten messages in it."""
+
+    messages: list[Any]
+    rewrites: dict[str, str]
+
+
+#: The view of a value not computed yet (a channel restored from a checkpoint).
+_UNKNOWN: Any = object()
+
+
 class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
     """The channel ``as_langgraph_reducer()`` returns (also callable as the reducer).
 
@@ -215,13 +272,50 @@ class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
     plain ``add_messages``; only the bound comes after. An ``Overwrite`` write is stored as
     given (LangGraph's rule: it bypasses the reducer).
 
+    What is stored and what is read can differ: while a hook or summarizer is down the
+    list is stored unpruned (``checkpoint()``: the retry buffer, nothing lost), but
+    ``get()``, what nodes (and so the model) read, is the reducer's view of it
+    (:meth:`MessageReducer.view`), within the bound; likewise for a stored list over the
+    bound for another reason (an ``Overwrite``, a thread stored before the reducer). The
+    view may hold rewritten messages (cleared, compressed) under their originals' ids: a
+    node writing such a message back unchanged writes nothing (the stored original stays,
+    and reaches the hooks when it leaves).
+
     Called directly, ``channel(existing, update)`` merges one update and bounds the result.
     """
 
     operator: _BoundedMerge
 
+    def __init__(self, typ: Any, operator: _BoundedMerge) -> None:
+        super().__init__(typ, operator)
+        self._view: _View | None = None
+
     def __call__(self, existing: Any, update: Any) -> list[Any]:
         return self.operator(existing, update)
+
+    @override
+    def copy(self) -> Self:
+        clone = super().copy()
+        clone._view = self._view
+        return clone
+
+    @override
+    def from_checkpoint(self, checkpoint: Any) -> Self:
+        restored = super().from_checkpoint(checkpoint)
+        restored._view = _UNKNOWN  # computed when first read: the stored list may be over
+        return restored
+
+    @override
+    def get(self) -> list[Any]:
+        value = super().get()
+        view = self._known_view()
+        return value if view is None else view.messages
+
+    def _known_view(self) -> _View | None:
+        if self._view is _UNKNOWN:
+            value = self.value
+            self._view = self.operator.view(value) if isinstance(value, list) else None
+        return self._view
 
     @override
     def update(self, values: Sequence[list[Any]]) -> bool:
@@ -229,7 +323,11 @@ class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
             return False
         merged: Any = self.value if isinstance(self.value, list) else []
         overwritten = False
+        ids = _StepIds(merged)
+        view = self._known_view()
         for value in values:
+            if view is not None and view.rewrites:
+                value = _without_write_backs(value, view.rewrites)
             is_overwrite, replacement = _overwrite_of(value)
             if is_overwrite:
                 if overwritten:
@@ -239,9 +337,142 @@ class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
                     )
                 merged, overwritten = replacement, True
             elif not overwritten:
-                merged = self.operator.merge(merged, value)
-        self.value = merged if overwritten else self.operator.bound(merged)
+                merged = self.operator.merge(merged, value, ids)
+        if overwritten:
+            self.value, self._view = merged, _UNKNOWN
+        else:
+            self.value, self._view = self.operator.bound_and_view(merged)
         return True
+
+
+def _without_write_backs(update: Any, rewrites: dict[str, str]) -> Any:
+    """``update`` without the view's rewritten messages a node wrote back unchanged
+    (they would replace the stored originals, which never reached the hooks)."""
+    items = update if isinstance(update, list) else [update]
+    kept = [
+        m
+        for m in items
+        if not (
+            isinstance(m, (BaseMessage, Mapping))
+            and (message_id := id_of(m)) in rewrites
+            and fingerprint(m) == rewrites[message_id]
+        )
+    ]
+    if len(kept) == len(items):
+        return update
+    return kept
+
+
+class _StepIds:
+    """Deterministic ids for the messages without one in a super-step's updates.
+
+    ``add_messages`` gives such a message a random id each time it merges it, and
+    LangGraph merges the same writes again on every ``get_state`` of a thread with pending
+    writes and on the resume after an ``interrupt()``: each replay would make new messages
+    of old ones, so the summary, its id and the hand-off would see them as new. Here a
+    message without an id gets one derived from
+
+    * the id of the last message of the list the super-step started from (the same in
+      every replay of the step: it is what the checkpoint holds);
+    * a digest of the whole update it came in (its messages' fingerprints, so two writes
+      of different content never share ids), and its index in that update;
+    * how many equal updates came before it in the step (parallel tasks writing exactly
+      the same messages stay distinct).
+
+    LangGraph applies a step's writes sorted by task path, so the same tasks always come
+    in the same order. Parallel tasks with different writes get the same ids whether or
+    not a task still waits in an ``interrupt()`` (a ``get_state`` preview applies the
+    writes of the finished tasks only, the resume all of them); only tasks writing
+    exactly equal updates are numbered in order, so one of those may be numbered
+    differently in a preview than after the resume. A list with no message yet has
+    nothing to derive from: there the ids are random, as ``add_messages`` makes them (a
+    chain of derived ids then starts from a random one, so two threads saying the same
+    things still get ids of their own). Invariant: the ids depend only on the stored list
+    and the step's writes, never on time or on the process. Unlike ``add_messages``, the
+    message object a node wrote is not given the id in place: a copy with it is merged, so
+    a saver that stores the write after this merge stores what the node wrote.
+    """
+
+    __slots__ = ("_anchor", "_seen")
+
+    def __init__(self, existing: Any) -> None:
+        last = existing[-1] if isinstance(existing, list) and existing else None
+        self._anchor: str | None = None if last is None else id_of(last)
+        self._seen: Counter[str] = Counter()
+
+    def name(self, update: Any, existing: list[Any]) -> list[Any]:
+        """``update`` as messages (coerced as ``add_messages`` coerces it), every one with
+        an id that no message of ``existing`` has."""
+        right = _coerce(update if isinstance(update, list) else [update])
+        if all(m.id is not None for m in right):
+            return right
+        digest = hashlib.sha256()
+        for message in right:
+            digest.update(fingerprint(message).encode())
+        write = digest.hexdigest()
+        occurrence = self._seen[write]
+        self._seen[write] += 1
+        taken = {m.id for m in existing} | {m.id for m in right if m.id is not None}
+        named: list[Any] = []
+        for index, message in enumerate(right):
+            if message.id is None:
+                name = f"{write}:{occurrence}:{index}"
+                new_id = self._derive(name)
+                salt = 0
+                # Only a list reordered by REMOVE_ALL_MESSAGES can hold a derived id again;
+                # a new message must never replace it (add_messages would append).
+                while new_id in taken:
+                    salt += 1
+                    new_id = self._derive(f"{name}:{salt}")
+                taken.add(new_id)
+                message = _with_id(message, new_id)
+            named.append(message)
+        return named
+
+    def name_left(self, existing: Any) -> list[Any]:
+        """The stored list with ids for messages that lack one (a value an ``Overwrite``
+        stored as given): derived from the message before it and its content."""
+        left = existing if isinstance(existing, list) else [existing]
+        if all(isinstance(m, BaseMessage) and m.id is not None for m in left):
+            return left
+        previous = ""
+        seen: Counter[tuple[str, str]] = Counter()
+        named: list[Any] = []
+        for message in _coerce(left):
+            if message.id is None:
+                fp = fingerprint(message)
+                count = seen[(previous, fp)]
+                seen[(previous, fp)] += 1
+                message = _with_id(
+                    message, str(uuid.uuid5(_ID_NAMESPACE, f"left:{previous}:{fp}:{count}"))
+                )
+            previous = message.id
+            named.append(message)
+        return named
+
+    def _derive(self, name: str) -> str:
+        if self._anchor is None:
+            return str(uuid.uuid4())
+        return str(uuid.uuid5(_ID_NAMESPACE, f"{self._anchor}:{name}"))
+
+
+#: The uuid5 namespace of the ids the channel derives (any fixed uuid would do).
+_ID_NAMESPACE = uuid.UUID("5f0cfe5e-4b43-4a0b-9a43-0b9d8e1fd3a7")
+
+
+def _with_id(message: BaseMessage, new_id: str) -> BaseMessage:
+    """A copy of ``message`` with ``new_id``: the object a node wrote is left as it is, so
+    a write a saver stores later (after this merge) is stored as the node wrote it, and
+    every replay derives the same id from it."""
+    return message.model_copy(update={"id": new_id})
+
+
+def _coerce(messages: list[Any]) -> list[Any]:
+    """Messages as ``add_messages`` coerces them (dicts, tuples and strings converted,
+    chunks made whole; a list of plain messages returned as it is)."""
+    if all(isinstance(m, BaseMessage) and not isinstance(m, BaseMessageChunk) for m in messages):
+        return messages
+    return [message_chunk_to_message(m) for m in convert_to_messages(messages)]
 
 
 def _overwrite_of(value: Any) -> tuple[bool, Any]:

@@ -6,7 +6,8 @@ One module per format, each stating its pairing, validity, counting and writing 
 :mod:`.anthropic` (Anthropic Messages API), :mod:`.responses` (OpenAI Responses API items,
 as the OpenAI Agents SDK stores them), :mod:`.gemini` (Gemini contents and google-genai
 objects, as Google ADK holds them), :mod:`.bedrock` (Bedrock Converse, as Strands holds
-it), :mod:`.llama_index` (llama-index ``ChatMessage``). :mod:`.detect` tells a list's
+it), :mod:`.llama_index` (llama-index ``ChatMessage``), :mod:`.pydantic_ai` (pydantic-ai's
+``ModelRequest`` and ``ModelResponse``). :mod:`.detect` tells a list's
 format from the list itself; :mod:`.reader` holds the accessors that read any of them, and
 :mod:`.base` what they share (:class:`MessageView`, :class:`Parts`, :class:`Slot`,
 :class:`MessageFormat`).
@@ -28,6 +29,7 @@ from .base import (
     MEMORY_HEADER,
     MEMORY_SOURCE,
     PLAIN,
+    PYDANTIC_AI,
     REASONING_ITEM,
     RESPONSES,
     ROLE_ALIASES,
@@ -70,6 +72,7 @@ from .reader import (
     tool_result_ids_of,
     view_of,
     with_content,
+    with_id,
     with_slots,
     with_text,
 )
@@ -91,6 +94,7 @@ __all__ = [
     "MEMORY_HEADER",
     "MEMORY_SOURCE",
     "PLAIN",
+    "PYDANTIC_AI",
     "REASONING_ITEM",
     "RESPONSES",
     "ROLE_ALIASES",
@@ -135,6 +139,7 @@ __all__ = [
     "tool_result_ids_of",
     "view_of",
     "with_content",
+    "with_id",
     "with_slots",
     "with_text",
 ]

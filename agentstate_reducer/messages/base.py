@@ -1,7 +1,8 @@
 """What every message format shares: roles, the light view, what counts, text slots.
 
 Each format module (:mod:`.chat`, :mod:`.langchain`, :mod:`.duck`, :mod:`.anthropic`,
-:mod:`.responses`, :mod:`.gemini`, :mod:`.bedrock`, :mod:`.llama_index`) reads its messages
+:mod:`.responses`, :mod:`.gemini`, :mod:`.bedrock`, :mod:`.llama_index`,
+:mod:`.pydantic_ai`) reads its messages
 into the same few things:
 
 * a :class:`MessageView`: role, id, the calls a message makes, the calls it answers, whether
@@ -91,8 +92,9 @@ RESPONSES = 4
 GEMINI = 8
 BEDROCK = 16
 LLAMA_INDEX = 32
+PYDANTIC_AI = 64
 #: Every format.
-ANY_FORMAT = CHAT | ANTHROPIC | RESPONSES | GEMINI | BEDROCK | LLAMA_INDEX
+ANY_FORMAT = CHAT | ANTHROPIC | RESPONSES | GEMINI | BEDROCK | LLAMA_INDEX | PYDANTIC_AI
 #: A role dict with text content (``{"role": "user", "content": "hi"}``): it reads the same
 #: in Chat Completions, Anthropic and the Responses API (an easy input message).
 PLAIN = CHAT | ANTHROPIC | RESPONSES
@@ -106,6 +108,7 @@ FORMAT_BITS: Mapping[int, str] = {
     GEMINI: "gemini",
     BEDROCK: "bedrock",
     LLAMA_INDEX: "llama_index",
+    PYDANTIC_AI: "pydantic_ai",
 }
 
 

@@ -3,20 +3,21 @@
 Each message is read by the module of its shape (:func:`reader_of`): a dict by its keys
 (``parts``: Gemini; a Responses item ``type``; a role dict by its content blocks: Bedrock's
 keyed blocks, Anthropic's or the Responses API's typed blocks, else Chat), an object by its
-class (LangChain, llama-index, google-genai, OpenAI SDK items) or its attributes (duck
+class (LangChain, llama-index, google-genai, pydantic-ai, OpenAI SDK items) or its attributes (duck
 typing). Its view says which formats it fits (:attr:`~.base.MessageView.formats`): a plain
 text message ``{"role": "user", "content": "hi"}`` fits Chat, Anthropic and the Responses
 API alike, a ``tool_use`` block only Anthropic.
 
 A list's format is the one every message fits (:func:`list_format`): the first of Chat,
-Anthropic, Responses, Gemini, Bedrock, llama-index that all of them fit, so a list of plain
-text messages is Chat. A list no single format fits is refused with a ``TypeError`` naming
-two of its messages and their formats. Chat dicts, LangChain's dict and serialised forms,
-LangChain messages and duck-typed objects are one format (the Chat family: LangGraph
-channels mix them); Gemini dicts and google-genai ``Content`` objects are one format too.
-Any other mix is refused: Anthropic, Responses, Gemini, Bedrock and llama-index messages
-with each other or with the Chat family (a plain text dict fits Chat, Anthropic and
-Responses lists).
+Anthropic, Responses, Gemini, Bedrock, llama-index, pydantic-ai that all of them fit, so a
+list of plain text messages is Chat. A list no single format fits is refused with a
+``TypeError`` naming two of its messages and their formats. Chat dicts, LangChain's dict
+and serialised forms, LangChain messages and duck-typed objects are one format (the Chat
+family: LangGraph channels mix them); Gemini dicts and google-genai ``Content`` objects are
+one format too, and so are pydantic-ai's messages and their serialised dicts. Any other mix
+is refused: Anthropic, Responses, Gemini, Bedrock, llama-index and pydantic-ai messages with
+each other or with the Chat family (a plain text dict fits Chat, Anthropic and Responses
+lists).
 
 ``ReducerConfig(format=...)`` names the format instead (for a list of plain text messages
 that should follow Anthropic's rules, say); every message must then fit it.
@@ -37,6 +38,7 @@ from .base import (
     FORMAT_BITS,
     GEMINI,
     LLAMA_INDEX,
+    PYDANTIC_AI,
     RESPONSES,
     MessageFormat,
     MessageView,
@@ -51,6 +53,7 @@ from .duck import DUCK_FORMAT
 from .gemini import GEMINI_FORMAT, is_gemini_object
 from .langchain import LANGCHAIN_FORMAT, is_langchain_module
 from .llama_index import LLAMA_INDEX_FORMAT, is_llama_index
+from .pydantic_ai import PYDANTIC_AI_FORMAT, is_pydantic_ai
 from .responses import ITEM_TYPES, RESPONSES_FORMAT
 
 #: Every format by the name ``ReducerConfig(format=...)`` takes.
@@ -63,6 +66,7 @@ FORMATS: Mapping[str, MessageFormat] = {
     "gemini": GEMINI_FORMAT,
     "bedrock": BEDROCK_FORMAT,
     "llama_index": LLAMA_INDEX_FORMAT,
+    "pydantic_ai": PYDANTIC_AI_FORMAT,
 }
 
 #: The format a list is read as, by its bit (the Chat family is read and written by the
@@ -74,6 +78,7 @@ _BY_BIT: Mapping[int, MessageFormat] = {
     GEMINI: GEMINI_FORMAT,
     BEDROCK: BEDROCK_FORMAT,
     LLAMA_INDEX: LLAMA_INDEX_FORMAT,
+    PYDANTIC_AI: PYDANTIC_AI_FORMAT,
 }
 
 _DESCRIPTIONS: Mapping[str, str] = {
@@ -83,6 +88,7 @@ _DESCRIPTIONS: Mapping[str, str] = {
     "gemini": "Gemini",
     "bedrock": "Bedrock Converse",
     "llama_index": "llama-index",
+    "pydantic_ai": "pydantic-ai",
 }
 
 
@@ -106,7 +112,7 @@ def reader_of(msg: Any) -> MessageFormat:
         role = msg.get("role")
         if role is None:
             if "parts" in msg and "content" not in msg:
-                return GEMINI_FORMAT
+                return PYDANTIC_AI_FORMAT if is_pydantic_ai(msg) else GEMINI_FORMAT
             kind = msg.get("type")
             if isinstance(kind, str) and kind in ITEM_TYPES and not is_serialized(msg):
                 return RESPONSES_FORMAT
@@ -149,6 +155,8 @@ def _object_reader(msg: Any) -> MessageFormat | None:
         found = LLAMA_INDEX_FORMAT
     elif module_of(msg).startswith("google.genai"):
         found = GEMINI_FORMAT
+    elif is_pydantic_ai(msg):
+        found = PYDANTIC_AI_FORMAT
     if len(_BY_CLASS) < 1024:  # bounded: classes made on the fly are not all remembered
         _BY_CLASS[cls] = found
     return found
@@ -256,8 +264,8 @@ def combine(
             f"{where(index - offset)} is {_describe_formats(view.formats)} message, but "
             f"{where(other - offset)} is {_describe_formats(every[other].formats)} one: a "
             "list holds messages of one format (Chat dicts, LangChain's dict forms and "
-            "LangChain messages may be mixed; Anthropic, Responses API, Gemini, Bedrock and "
-            "llama-index messages may not, with each other or with those)"
+            "LangChain messages may be mixed; Anthropic, Responses API, Gemini, Bedrock, "
+            "llama-index and pydantic-ai messages may not, with each other or with those)"
         )
     raise TypeError(  # pragma: no cover - the running mask found the conflict above
         "the messages fit no single format"

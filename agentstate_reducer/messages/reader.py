@@ -4,7 +4,8 @@ Every accessor here takes a message of any format and asks the module of its sha
 (:func:`~.detect.reader_of`): Chat Completions dicts and LangChain's dict forms
 (:mod:`.chat`), LangChain messages (:mod:`.langchain`), duck-typed objects (:mod:`.duck`),
 Anthropic (:mod:`.anthropic`), the Responses API (:mod:`.responses`), Gemini
-(:mod:`.gemini`), Bedrock Converse (:mod:`.bedrock`) and llama-index (:mod:`.llama_index`).
+(:mod:`.gemini`), Bedrock Converse (:mod:`.bedrock`), llama-index (:mod:`.llama_index`) and
+pydantic-ai (:mod:`.pydantic_ai`).
 No framework is imported to read a message.
 
 :func:`read_view` is the reducer's hot path: Chat dicts and LangChain messages are read
@@ -603,7 +604,11 @@ def with_content(msg: Any, content: Any) -> Any:
     from .blocks import set_field
 
     name = fmt.name
-    if name == "gemini":
+    if name == "pydantic_ai" and isinstance(content, str):
+        from .pydantic_ai import PYDANTIC_AI_FORMAT
+
+        return PYDANTIC_AI_FORMAT.with_text(msg, content)
+    if name in ("gemini", "pydantic_ai"):
         key = "parts"
     elif name == "llama_index":
         if isinstance(content, str):
@@ -614,3 +619,18 @@ def with_content(msg: Any, content: Any) -> Any:
     else:
         key = "content"
     return set_field(msg, key, content)
+
+
+def with_id(msg: Any, new_id: str) -> Any:
+    """``msg`` with ``new_id`` when it has no id and its kind carries one (a dict, the
+    serialised form, a LangChain message); else ``msg`` itself."""
+    if id_of(msg) is not None:
+        return msg
+    if isinstance(msg, Mapping):
+        if is_serialized(msg):
+            return {**msg, "data": {**msg["data"], "id": new_id}}
+        return {**msg, "id": new_id}
+    model_copy = getattr(msg, "model_copy", None)
+    if callable(model_copy) and hasattr(msg, "id"):
+        return model_copy(update={"id": new_id})
+    return msg

@@ -4,22 +4,25 @@ The compressor is user code (an LLM that condenses tool outputs, a rule that str
 markup): it receives the old messages the step picked, oldest first, and returns one
 shorter version per message. The step replaces the originals (which reach the
 ``on_prune`` hooks), oldest first, until the list fits. Each message is compressed once: a
-compressor's answer is remembered by the fingerprint of the message it was given, and the
-step recognises its own outputs, so they are neither compressed again nor handed over
-again when they are pruned later.
+compressor's answer is remembered by the conversation (namespace) and the fingerprint of
+the message it was given, and the step recognises its own outputs in that conversation,
+so they are not compressed again; the reducer remembers them as rewrites (by
+conversation), so they are not handed over again when they are pruned later. An answer
+without an id takes the id of the message it replaces, so it is the same message to
+LangGraph and to the next reduce.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._calls import Outage
 from .._checks import check_callable, check_int, check_number
-from .._memory import Bounded
+from .._memory import Bounded, namespace_key
 from ..errors import StepError
-from ..messages import SYSTEM, content_of, fingerprint, view_of, with_text
+from ..messages import SYSTEM, content_of, fingerprint, id_of, view_of, with_id, with_text
 from .contract import ReductionStep, StepContext
 
 #: How many compressed messages a step remembers (its answers and its outputs).
@@ -30,19 +33,24 @@ Compressor = Callable[[list[Any]], Any]
 to leave a message as it is; may be a coroutine function."""
 
 
+_Key = tuple[Hashable, str]
+
+
 class _Memory:
-    """The compressor's answers by input fingerprint, and the fingerprints of the step's
-    own outputs; bounded (oldest forgotten), safe to share between threads."""
+    """The compressor's answers by conversation and input fingerprint, and the step's own
+    outputs by conversation and fingerprint; bounded (oldest forgotten), safe to share
+    between threads. Keyed by conversation: another user's message with the same words
+    (and ids) is that user's own, neither an output nor answered already."""
 
     def __init__(self) -> None:
-        self.answers: Bounded[str, Any] = Bounded(_MEMORY)
-        self.outputs: Bounded[str, None] = Bounded(_MEMORY)
+        self.answers: Bounded[_Key, Any] = Bounded(_MEMORY)
+        self.outputs: Bounded[_Key, None] = Bounded(_MEMORY)
 
-    def made(self, message: Any) -> None:
-        self.outputs.put(fingerprint(message), None)
+    def made(self, conversation: Hashable, message: Any) -> None:
+        self.outputs.put((conversation, fingerprint(message)), None)
 
-    def is_output(self, message: Any) -> bool:
-        return fingerprint(message) in self.outputs
+    def is_output(self, conversation: Hashable, message: Any) -> bool:
+        return (conversation, fingerprint(message)) in self.outputs
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,6 +111,7 @@ class Compress(ReductionStep):
     def apply(self, context: StepContext) -> Generator[Any, Any, list[Any]]:
         messages = context.messages
         question = context.newest_human()
+        conversation = namespace_key(context.namespace)
         picked = [
             position
             for position in range(len(messages))
@@ -110,7 +119,7 @@ class Compress(ReductionStep):
             and position != question
             and not context.is_summary(position)
             and content_of(messages[position])
-            and not self._memory.is_output(messages[position])
+            and not self._memory.is_output(conversation, messages[position])
         ]
         older = picked[: max(0, len(picked) - self.keep_last)]
         older = [p for p in older if context.tokens[p] > self.min_tokens]
@@ -119,7 +128,9 @@ class Compress(ReductionStep):
         answers: dict[int, Any] = {}
         asked: list[int] = []
         for position in older:
-            known, answer = self._memory.answers.get(fingerprint(messages[position]))
+            known, answer = self._memory.answers.get(
+                (conversation, fingerprint(messages[position]))
+            )
             if known:
                 answers[position] = answer
             else:
@@ -144,7 +155,7 @@ class Compress(ReductionStep):
             self._outage.succeeded()
             answers_given = self._answers(returned, given)
             for position, answer in zip(asked, answers_given, strict=True):
-                self._memory.answers.put(fingerprint(messages[position]), answer)
+                self._memory.answers.put((conversation, fingerprint(messages[position])), answer)
                 answers[position] = answer
         touched: list[Any] = []
         for position in older:
@@ -154,12 +165,9 @@ class Compress(ReductionStep):
             if shorter is None:
                 continue
             context.replace(position, shorter)
-            self._memory.made(shorter)
+            self._memory.made(conversation, shorter)
             touched.append(shorter)
         return touched
-
-    def rewrote(self, message: Any) -> bool:
-        return self._memory.is_output(message)
 
     def _answers(self, returned: Any, given: list[Any]) -> list[Any]:
         """The compressor's answers, checked: an unusable answer is the compressor
@@ -209,6 +217,11 @@ class Compress(ReductionStep):
         # A text answer is written into the original's own shape: its result (or its
         # text), calls and blocks kept (see messages.with_text).
         shorter = with_text(original, answer) if isinstance(answer, str) else answer
+        original_id = id_of(original)
+        if original_id is not None:
+            # An answer without an id takes the original's (context.replace would too):
+            # the output is then recognised on the next reduce, here and in LangGraph.
+            shorter = with_id(shorter, original_id)
         if context.count(shorter) >= context.tokens[position]:
             return None
         return shorter

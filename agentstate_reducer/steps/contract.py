@@ -169,6 +169,10 @@ class StepContext(Protocol):
     def replace(self, position: int, message: Any) -> None:
         """Put a rewritten ``message`` at ``position``; the original reaches the hooks.
 
+        A ``message`` without an id takes the id of the message it replaces (in its own
+        shape: a dict gets an ``"id"`` key, a LangChain message a copy with ``id``), so the
+        rewrite is recognised on the next reduce and LangGraph replaces by id.
+
         Raises:
             ValueError: ``message`` has another role or other tool links than the message
                 it replaces.

@@ -26,7 +26,9 @@ README = ROOT / "README.md"
 TEXT = README.read_text(encoding="utf-8")
 COSMOS_README = ROOT / "integrations" / "cosmosdb" / "README.md"
 RUNNER = ROOT / "tests" / "readme_snippets.py"
-OWN_TEST = {"crewai"}  # tests/install/test_crewai.py runs these with CrewAI's own set-up
+# tests/install/test_crewai.py, test_pydantic_ai.py and test_google_adk.py run these with
+# their frameworks' own set-up (the snippets first, with only the extra installed)
+OWN_TEST = {"crewai", "pydantic-ai", "google-adk"}
 LOWEST = {"langgraph"}  # environments installed at their floors
 
 

@@ -80,9 +80,10 @@ def _async_agent_node(model: Any) -> Callable[[MessagesState], Any]:
     return agent
 
 
-def agent_builder(*, is_async: bool = False) -> StateGraph[Any]:
-    """The tool-calling loop: agent -> tools -> agent -> end."""
-    model = calculator_model().bind_tools([add])
+def agent_builder(*, is_async: bool = False, strict: bool = True) -> StateGraph[Any]:
+    """The tool-calling loop: agent -> tools -> agent -> end (``strict=False``: the model
+    accepts lists a provider would refuse, as concurrent runs of one thread can make)."""
+    model = calculator_model(strict=strict).bind_tools([add])
     builder: StateGraph[Any] = StateGraph(MessagesState)
     builder.add_node("agent", _async_agent_node(model) if is_async else _agent_node(model))
     builder.add_node("tools", ToolNode([add]))
@@ -92,8 +93,10 @@ def agent_builder(*, is_async: bool = False) -> StateGraph[Any]:
     return builder
 
 
-def agent_graph(saver: BaseCheckpointSaver[Any], *, is_async: bool = False) -> Any:
-    return agent_builder(is_async=is_async).compile(checkpointer=saver)
+def agent_graph(
+    saver: BaseCheckpointSaver[Any], *, is_async: bool = False, strict: bool = True
+) -> Any:
+    return agent_builder(is_async=is_async, strict=strict).compile(checkpointer=saver)
 
 
 def parent_graph(saver: BaseCheckpointSaver[Any], *, is_async: bool = False) -> Any:
@@ -251,3 +254,32 @@ async def ticks_while(work: Awaitable[Any], *, at_least: float) -> int:
 
 def ai_answer(messages: list[Any]) -> AIMessage:
     return next(m for m in reversed(messages) if isinstance(m, AIMessage))
+
+
+def lineage_ids(
+    tuples: Iterable[CheckpointTuple], key: str = "messages"
+) -> tuple[set[Any], set[Any]]:
+    """``(held, newest)``: every message id any checkpoint on the newest checkpoint's
+    ancestry held, and the ids the newest one holds (a branch written by another run is
+    left out: its messages are that branch's)."""
+    every = list(tuples)
+    assert every, "no checkpoint was stored"
+    by_id = {t.config["configurable"]["checkpoint_id"]: t for t in every}
+    head = every[0]
+    held: set[Any] = set()
+    node: CheckpointTuple | None = head
+    while node is not None:
+        held |= {id_of(m) for m in node.checkpoint["channel_values"].get(key, [])}
+        parent = node.parent_config
+        node = by_id.get(parent["configurable"]["checkpoint_id"]) if parent else None
+    newest = {id_of(m) for m in head.checkpoint["channel_values"].get(key, [])}
+    return held, newest
+
+
+def assert_nothing_lost_or_twice(tuples: Iterable[CheckpointTuple], delivered: list[Any]) -> None:
+    """Every message the newest checkpoint's ancestry held is in it or reached the hooks,
+    and no message reached them twice."""
+    held, newest = lineage_ids(tuples)
+    assert len(delivered) == len(set(delivered)), "a message reached the hooks twice"
+    lost = held - newest - set(delivered)
+    assert not lost, f"lost: {sorted(map(str, lost))}"

@@ -9,6 +9,7 @@ puts), whatever LangGraph's durability mode; failing the step instead is opt-in.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -25,6 +26,7 @@ from tests.langgraph_saver._graphs import (
     agent_graph,
     assert_bounded,
     assert_each_once,
+    assert_nothing_lost_or_twice,
     config,
     reducer,
     stored_lists,
@@ -310,3 +312,155 @@ def test_a_store_left_alone_after_a_failure_costs_no_summaries(
     ids = {m.id for m in graph.get_state(cfg).values["messages"]}
     assert {f"h{n}" for n in range(3, 9)} <= ids  # every turn stored, nothing pruned away
     assert r.handoff_status().last_error is not None
+
+
+# -- one conversation, several writers: the middleware and the saver, two requests ------------
+
+
+class Hanging(Memory):
+    """A memory store that, while ``slow``, hangs for a second on each call and then
+    times out (raises), as a store behind a 1 s client timeout does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.slow = False
+
+    def __call__(self, messages: list[Any], namespace: Any) -> None:
+        if self.slow:
+            time.sleep(1.0)
+            self.failures += 1
+            raise TimeoutError("memory store timed out after 1 s")
+        super().__call__(messages, namespace)
+
+
+def _agent(saver: BaseCheckpointSaver[Any], store: Hanging) -> Any:
+    from langchain.agents import create_agent
+
+    from agentstate_reducer.langgraph import ReducerMiddleware
+    from tests.scripted_model import add, calculator_model
+
+    shared = reducer(on_prune=[store], preserve_first="system")
+    wrapped = ReducingCheckpointSaver(saver, shared)
+    agent = create_agent(
+        calculator_model(), [add], middleware=[ReducerMiddleware(shared)], checkpointer=wrapped
+    )
+    return agent
+
+
+SLOW_TURNS = (4, 5)
+
+
+def test_middleware_and_saver_sharing_a_reducer_lose_nothing_when_a_hook_hangs(
+    sync_inner: BaseCheckpointSaver[Any],
+) -> None:
+    """The README's pairing: ReducerMiddleware and ReducingCheckpointSaver share one
+    reducer under durability="async", so the middleware's reduce and the saver's put
+    (on LangGraph's background thread) prune the same messages at once. The store hangs a
+    second and times out for two turns: whichever reduce meets the other's hand-off waits
+    for it and keeps the messages; nothing is lost and nothing reaches the store twice."""
+    store = Hanging()
+    agent = _agent(sync_inner, store)
+    cfg = config("shared")
+    for n in range(12):
+        store.slow = n in SLOW_TURNS
+        agent.invoke(turn(n), cfg, durability="async")
+    assert store.failures, "the store must have timed out"
+    assert_nothing_lost_or_twice(sync_inner.list(cfg), store.ids)
+    assert len(agent.get_state(cfg).values["messages"]) <= MAX + 4
+
+
+async def test_middleware_and_saver_sharing_a_reducer_lose_nothing_when_a_hook_hangs_async(
+    async_inner: BaseCheckpointSaver[Any],
+) -> None:
+    """Async twin (abefore_model and aput: the waits happen on the event loop)."""
+    store = Hanging()
+    agent = _agent(async_inner, store)
+    cfg = config("ashared")
+    for n in range(12):
+        store.slow = n in SLOW_TURNS
+        await agent.ainvoke(turn(n), cfg, durability="async")
+    assert store.failures
+    tuples = [t async for t in async_inner.alist(cfg)]
+    assert_nothing_lost_or_twice(tuples, store.ids)
+
+
+class FirstCallHangs(Memory):
+    """A store whose first call after ``arm()`` hangs a second and times out; the others
+    go through (one request of two timed out)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._armed = False
+        self._guard = threading.Lock()
+
+    def arm(self) -> None:
+        self._armed = True
+
+    def __call__(self, messages: list[Any], namespace: Any) -> None:
+        with self._guard:
+            hang, self._armed = self._armed, False
+        if hang:
+            time.sleep(1.0)
+            self.failures += 1
+            raise TimeoutError("memory store timed out after 1 s")
+        super().__call__(messages, namespace)
+
+
+@pytest.mark.parametrize("durability", DURABILITIES)
+def test_a_double_submitted_request_loses_nothing(
+    sync_inner: BaseCheckpointSaver[Any], durability: str
+) -> None:
+    """The same request submitted twice at once on one thread (two concurrent invokes
+    through the wrapper): both runs' puts prune the same messages; the one that meets the
+    other's hand-off waits for it (which times out) and keeps them. Nothing is lost on
+    the branch the thread goes on from, nothing reaches the store twice."""
+    store = FirstCallHangs()
+    # Two runs of one thread may start from each other's checkpoints, mid-turn at times
+    # (a tool call whose result the other run has not stored yet): a lenient model.
+    graph = agent_graph(ReducingCheckpointSaver(sync_inner, reducer(store)), strict=False)
+    cfg = config(f"double-{durability}")
+    for n in range(2):
+        graph.invoke(turn(n), cfg, durability=durability)
+    store.arm()
+    errors: list[BaseException] = []
+
+    def submit() -> None:
+        try:
+            graph.invoke(turn(2), cfg, durability=durability)
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    runs = [threading.Thread(target=submit) for _ in range(2)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join(30)
+    assert not errors, errors
+    for n in range(3, 8):
+        graph.invoke(turn(n), cfg, durability=durability)
+    assert_nothing_lost_or_twice(sync_inner.list(cfg), store.ids)
+
+
+async def test_a_double_submitted_request_loses_nothing_async(
+    async_inner: BaseCheckpointSaver[Any],
+) -> None:
+    """Async twin: two ainvokes of one request at once on one event loop."""
+    memory = FirstCallHangs()
+
+    async def remember(messages: list[Any], namespace: Any) -> None:
+        await asyncio.to_thread(memory, messages, namespace)
+
+    graph = agent_graph(
+        ReducingCheckpointSaver(async_inner, reducer(on_prune=[remember])),
+        is_async=True,
+        strict=False,
+    )
+    cfg = config("adouble")
+    for n in range(2):
+        await graph.ainvoke(turn(n), cfg)
+    memory.arm()
+    await asyncio.gather(graph.ainvoke(turn(2), cfg), graph.ainvoke(turn(2), cfg))
+    for n in range(3, 8):
+        await graph.ainvoke(turn(n), cfg)
+    tuples = [t async for t in async_inner.alist(cfg)]
+    assert_nothing_lost_or_twice(tuples, memory.ids)

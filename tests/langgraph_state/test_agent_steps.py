@@ -22,9 +22,12 @@ from agentstate_reducer.policy import (
     DropOldest,
     SelectRelevant,
 )
+from tests.langgraph_saver.conftest import async_inner, sync_inner
 from tests.scripted_model import ScriptedChatModel, tool_call
 
 from .validity import assert_valid
+
+__all__ = ["async_inner", "sync_inner"]  # fixtures, imported for the tests below
 
 SYSTEM = "You are a travel assistant."
 CODE = "QX-4471"
@@ -237,3 +240,83 @@ async def test_compress_and_select_relevant_in_a_persistent_agent(how: str) -> N
     )
     lost = await chat(recency, f"plain-{how}", how)
     assert lost[-1].content == "I do not know your code."
+
+
+class IdlessGist:
+    """A compressor answering with id-less ``ToolMessage`` s (which the answer check
+    accepts: same role and call id), recording what it is given."""
+
+    def __init__(self) -> None:
+        self.given: list[tuple[str | None, str]] = []
+
+    def __call__(self, messages: list[Any]) -> list[Any]:
+        self.given.extend((m.id, str(m.content)) for m in messages)
+        return [
+            ToolMessage(content=f"gist: {str(m.content)[:9]}", tool_call_id=m.tool_call_id)
+            for m in messages
+        ]
+
+
+def _compressing_agent(saver: Any, hook: Hook, compressor: IdlessGist) -> tuple[Any, Any]:
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            max_tokens=450,
+            policy=[Compress(compressor, keep_last=1), DropOldest()],
+            on_prune=[hook],
+        )
+    )
+    model = scripted()
+    agent = create_agent(
+        model,
+        [lookup],
+        system_prompt=SYSTEM,
+        middleware=[ReducerMiddleware(reducer, on_prune_error="raise")],
+        checkpointer=saver,
+    )
+    return agent, model
+
+
+def _assert_compressed_once(hook: Hook, compressor: IdlessGist, final: list[Any]) -> None:
+    assert compressor.given, "nothing was compressed"
+    assert len(compressor.given) == len(set(compressor.given)), "a message was compressed twice"
+    assert not any(text.startswith("gist") for _, text in compressor.given), (
+        "a compressed output was compressed again"
+    )
+    assert hook.got and not any(str(m.content).startswith("gist") for m in hook.got), (
+        "a compressed output reached the hook"
+    )
+    assert len({(m.id, str(m.content)) for m in hook.got}) == len(hook.got)
+    outputs = [m for m in final if str(m.content).startswith("gist")]
+    assert all(m.id in {i for i, _ in compressor.given} for m in outputs), (
+        "an output did not take its original's id"
+    )
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_compress_answers_without_ids_take_the_originals_ids(
+    sync_inner: Any, durability: str
+) -> None:
+    """A compressor answering with id-less ToolMessages: each answer takes its original's
+    id, so the next turn recognises it (before: add_messages gave it a new id, it was
+    compressed again and again, and its text reached the hooks as if it were original).
+    Each output is compressed once, the hooks get originals only, once each."""
+    hook, compressor = Hook(), IdlessGist()
+    agent, _ = _compressing_agent(sync_inner, hook, compressor)
+    config: Any = {"configurable": {"thread_id": f"gist-{durability}"}}
+    for question in QUESTIONS:
+        agent.invoke({"messages": [("user", question)]}, config, durability=durability)
+    _assert_compressed_once(hook, compressor, agent.get_state(config).values["messages"])
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+async def test_compress_answers_without_ids_take_the_originals_ids_async(
+    async_inner: Any, durability: str
+) -> None:
+    """Async twin on the async savers."""
+    hook, compressor = Hook(), IdlessGist()
+    agent, _ = _compressing_agent(async_inner, hook, compressor)
+    config: Any = {"configurable": {"thread_id": f"agist-{durability}"}}
+    for question in QUESTIONS:
+        await agent.ainvoke({"messages": [("user", question)]}, config, durability=durability)
+    final = (await agent.aget_state(config)).values["messages"]
+    _assert_compressed_once(hook, compressor, final)

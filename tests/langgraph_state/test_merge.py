@@ -75,6 +75,41 @@ def test_without_pruning_it_is_add_messages(sequence: list[Any], fmt: str | None
             assert all(isinstance(m, BaseMessage) and m.id for m in state_b)
 
 
+@EXAMPLES
+@given(sequence=update_sequences)
+def test_every_replay_of_the_updates_gives_the_same_ids(sequence: list[Any]) -> None:
+    """Property: folding the same updates (fresh objects each time, as a replay loads them
+    from a saver) into the same non-empty list gives the same ids both times, no two
+    messages of a list share a generated id, and the objects a node wrote are not changed (an
+    id-less message stays id-less: the list holds a copy with the id). (With
+    ``format="langchain-openai"`` LangGraph's formatting drops ids from the list.)"""
+    start = [HumanMessage("start", id="start")]
+
+    def fold() -> list[list[str]]:
+        merge = langgraph_reducer(MessageReducer(max_messages=None))
+        state: list[Any] = list(start)
+        ids: list[list[str]] = []
+        for recipe in sequence:
+            if not state:
+                break  # into an empty list the ids are random, as add_messages makes them
+            update = build_update(recipe, state)
+            written = list(update) if isinstance(update, list) else [update]
+            before = [getattr(m, "id", "n/a") for m in written]
+            result = outcome(merge, state, update)
+            assert [getattr(m, "id", "n/a") for m in written] == before
+            if result[0] == "error":
+                break
+            state = result[1]
+            # Generated ids are unique (explicit ones may repeat: REMOVE_ALL_MESSAGES
+            # stores the rest of its update verbatim, as add_messages does).
+            generated = [m.id for m in state if m.id not in KNOWN_IDS | {"start"}]
+            assert len(set(generated)) == len(generated)
+            ids.append([m.id for m in state])
+        return ids
+
+    assert fold() == fold()
+
+
 limits = st.tuples(st.integers(0, 4), st.integers(1, 6)).filter(lambda t: t[0] <= t[1])
 
 

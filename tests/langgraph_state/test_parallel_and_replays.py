@@ -11,7 +11,7 @@ import operator
 from typing import Annotated, Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
@@ -221,8 +221,9 @@ def test_a_fork_with_an_edited_message_is_summarised_afresh() -> None:
 
 @pytest.mark.parametrize("merge", ["add_messages", "append"])
 def test_an_overwrite_write_is_stored_as_given(merge: str) -> None:
-    """LangGraph's ``Overwrite`` bypasses reducers: the channel stores it unbounded, and
-    two in one step are refused as LangGraph refuses them."""
+    """LangGraph's ``Overwrite`` bypasses reducers: the channel stores it unbounded (what
+    nodes and the output read is the reducer's view of it, within the bound), and two in
+    one step are refused as LangGraph refuses them."""
     from langgraph.errors import InvalidUpdateError
     from langgraph.types import Overwrite
 
@@ -236,7 +237,12 @@ def test_an_overwrite_write_is_stored_as_given(merge: str) -> None:
     builder: StateGraph[Any] = StateGraph(state)
     builder.add_node("overwrite", overwrite)
     builder.add_edge(START, "overwrite")
-    assert builder.compile().invoke({"messages": []})["messages"] == many
+    saver = InMemorySaver()
+    config: Any = {"configurable": {"thread_id": f"overwrite-{merge}"}}
+    read = builder.compile(checkpointer=saver).invoke({"messages": []}, config)["messages"]
+    stored = saver.get_tuple(config).checkpoint["channel_values"]["messages"]  # type: ignore[union-attr]
+    assert stored == many
+    assert read == reducer.view(many).surviving and len(read) <= 2
 
     twice: StateGraph[Any] = StateGraph(state)
     twice.add_node("a", overwrite)
@@ -272,3 +278,180 @@ def test_a_subgraph_sharing_the_channel_leaves_one_summary_in_place() -> None:
     assert [i for i, m in enumerate(messages) if is_summary(m)] == [1]
     assert len({m.id for m in messages}) == len(messages), "two messages share an id"
     assert len(calls) == 1
+
+
+# -- replays of writes without ids (get_state previews, resumes) ---------------------------
+
+from tests.langgraph_saver.conftest import async_inner, sync_inner  # noqa: E402
+
+__all__ = ["async_inner", "sync_inner"]  # fixtures, imported for the tests below
+
+DURABILITIES = ["sync", "async", "exit"]
+
+
+class _Fanout:
+    """A reducer that summarises and hands over, and a ``Send`` fan-out to eight workers
+    writing messages without ids (an ``AIMessage`` and an OpenAI-format dict each); worker
+    3 waits in ``interrupt()``."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+        self.handed: list[Any] = []
+
+        def summarize(messages: list[Any]) -> str:
+            self.calls.append(len(messages))
+            return f"{len(messages)} earlier messages"
+
+        self.reducer = MessageReducer(
+            config=ReducerConfig(
+                min_messages=6,
+                max_messages=10,
+                summarize_fn=summarize,
+                inject_summary=True,
+                on_prune=[lambda batch, namespace: self.handed.extend(batch)],
+            )
+        )
+
+    def graph(self, saver: Any, *, is_async: bool = False) -> Any:
+        reducer = self.reducer
+
+        class State(TypedDict):
+            messages: Annotated[list[Any], reducer.as_langgraph_reducer()]
+
+        def plan(current: Any) -> Command[Any]:
+            return Command(goto=[Send("work", {"job": n}) for n in range(8)])
+
+        def work(job: dict[str, int]) -> dict[str, Any]:
+            n = job["job"]
+            if n == 3:
+                answer = interrupt("approve report 3?")
+                return {"messages": [AIMessage(f"report 3 ({answer})")]}
+            return {"messages": [AIMessage(f"report {n}"), {"role": "user", "content": "ok"}]}
+
+        async def awork(job: dict[str, int]) -> dict[str, Any]:
+            return work(job)
+
+        builder: StateGraph[Any] = StateGraph(State)
+        builder.add_node("plan", plan)
+        builder.add_node("work", awork if is_async else work)
+        builder.add_edge(START, "plan")
+        return builder.compile(checkpointer=saver)
+
+    @staticmethod
+    def question() -> dict[str, Any]:
+        return {"messages": [HumanMessage(f"q{n}", id=f"q{n}") for n in range(5)]}
+
+    def check_previews(self, previews: list[list[Any]], calls_before: int) -> None:
+        summaries = [[m.id for m in preview if is_summary(m)] for preview in previews]
+        assert len(summaries[0]) == 1 and summaries.count(summaries[0]) == 3, summaries
+        for preview in previews:
+            assert [m.id for m in preview] == [m.id for m in previews[0]], "ids changed"
+        assert len(self.calls) == calls_before, "a replay called summarize_fn again"
+        self.check_handoffs()
+
+    def check_handoffs(self) -> None:
+        handed = [(m.id, m.content) for m in self.handed]
+        assert len(handed) == len(set(handed)), "a replay handed a message over again"
+
+    def check_final(self, final: list[Any]) -> None:
+        assert len({m.id for m in final}) == len(final)
+        kept_or_handed = [*final, *self.handed]
+        assert any(m.content == "report 3 (yes)" for m in kept_or_handed)
+        assert len(final) <= 10
+        self.check_handoffs()
+        assert len(self.calls) <= 2, "more than the preview's and the resume's summaries"
+
+
+@pytest.mark.parametrize("durability", DURABILITIES)
+def test_replays_of_writes_without_ids_call_and_hand_over_nothing_again(
+    sync_inner: Any, durability: str
+) -> None:
+    """Send fan-out, one worker waiting in interrupt(), workers writing id-less messages:
+    three get_state calls replay the pending writes through the channel, and each replay
+    gives them the same ids, so the summary is the same block (same id, summarize_fn not
+    called again) and the hooks get no message twice; the resume keeps that identity."""
+    fan = _Fanout()
+    graph = fan.graph(sync_inner)
+    config: Any = {"configurable": {"thread_id": f"fan-{durability}"}}
+    graph.invoke(fan.question(), config, durability=durability)
+    assert graph.get_state(config).next == ("work",)
+    calls = len(fan.calls)
+    previews = [list(graph.get_state(config).values["messages"]) for _ in range(3)]
+    fan.check_previews(previews, calls)
+    graph.invoke(Command(resume="yes"), config, durability=durability)
+    fan.check_final(graph.get_state(config).values["messages"])
+
+
+@pytest.mark.parametrize("durability", DURABILITIES)
+async def test_replays_of_writes_without_ids_call_and_hand_over_nothing_again_async(
+    async_inner: Any, durability: str
+) -> None:
+    """Async twin (ainvoke, aget_state) on the async savers."""
+    fan = _Fanout()
+    graph = fan.graph(async_inner, is_async=True)
+    config: Any = {"configurable": {"thread_id": f"afan-{durability}"}}
+    await graph.ainvoke(fan.question(), config, durability=durability)
+    assert (await graph.aget_state(config)).next == ("work",)
+    calls = len(fan.calls)
+    previews = [list((await graph.aget_state(config)).values["messages"]) for _ in range(3)]
+    fan.check_previews(previews, calls)
+    await graph.ainvoke(Command(resume="yes"), config, durability=durability)
+    fan.check_final((await graph.aget_state(config)).values["messages"])
+
+
+# -- where the running summary goes --------------------------------------------------------
+
+
+def _system_first_reducer(calls: list[list[Any]]) -> MessageReducer:
+    return _summarizing(calls, preserve_first=False)
+
+
+def _chat_turns(graph: Any, config: Any, turns: int) -> list[Any]:
+    graph.invoke({"messages": [SystemMessage("Be brief.", id="sys")]}, config)
+    for n in range(turns):
+        graph.invoke({"messages": [HumanMessage(f"q{n}", id=f"q{n}")]}, config)
+    return list(graph.get_state(config).values["messages"])
+
+
+def test_the_summary_goes_after_a_system_message_held_in_state(sync_inner: Any) -> None:
+    """preserve_first off and a system message at the head of the state: the channel puts
+    the running summary after it, turn after turn ([system, summary, ...]), never before
+    (which OpenAI-strict, Anthropic and Gemini refuse)."""
+    calls: list[list[Any]] = []
+    reducer = _system_first_reducer(calls)
+    state = _state(reducer.as_langgraph_reducer())
+
+    def reply(current: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"reply {len(current['messages'])}")]}
+
+    builder: StateGraph[Any] = StateGraph(state)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    graph = builder.compile(checkpointer=sync_inner)
+    messages = _chat_turns(graph, {"configurable": {"thread_id": "system-first"}}, 6)
+    assert calls, "the test must summarise"
+    assert messages[0].id == "sys" and is_summary(messages[1])
+    assert sum(map(is_summary, messages)) == 1
+
+
+def test_the_reduction_node_puts_the_summary_after_the_system_message(sync_inner: Any) -> None:
+    """The same through create_reduction_node on a plain MessagesState graph."""
+    from langgraph.graph import MessagesState
+
+    from agentstate_reducer.langgraph import create_reduction_node
+
+    calls: list[list[Any]] = []
+    reducer = _system_first_reducer(calls)
+
+    def reply(current: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"reply {len(current['messages'])}")]}
+
+    builder: StateGraph[Any] = StateGraph(MessagesState)
+    builder.add_node("reduce", create_reduction_node(reducer))
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reduce")
+    builder.add_edge("reduce", "reply")
+    graph = builder.compile(checkpointer=sync_inner)
+    messages = _chat_turns(graph, {"configurable": {"thread_id": "node-system-first"}}, 6)
+    assert calls
+    assert messages[0].id == "sys" and is_summary(messages[1])

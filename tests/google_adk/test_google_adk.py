@@ -1,0 +1,299 @@
+"""agentstate-reducer with the real ``google-adk`` package: an ``LlmAgent``, its runner, its
+session services and its tools.
+
+Nothing is mocked on ADK's side. The model is a ``BaseLlm`` subclass (ADK's extension point
+for models) that answers from a script: two parallel ``add`` calls per question, then the
+answer. It records every request ADK builds for it; each must be valid by the Gemini format's
+rules (roles alternate, every call answered in the next content), be a request google-genai
+accepts (each content validates as a ``types.Content``) and stay within the bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import AsyncGenerator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.adk.agents import LlmAgent
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService
+from google.genai import types
+
+from agentstate_reducer import Handoff, MessageReducer, ReducerConfig
+from agentstate_reducer.google_adk import STATE_KEY_PREFIX, before_model_callback
+from agentstate_reducer.policy import ClearToolOutputs, DropOldest
+
+APP = "calc-app"
+
+
+def signature(content: Any) -> tuple[Any, ...]:
+    """What tells the contents of a scripted conversation apart (each is unique)."""
+    parts = []
+    for part in content.parts or ():
+        if part.function_call is not None:
+            call = part.function_call
+            parts.append(("call", call.name, json.dumps(call.args, sort_keys=True)))
+        elif part.function_response is not None:
+            response = part.function_response
+            parts.append(("response", response.name, json.dumps(response.response)))
+        else:
+            parts.append(("text", part.text))
+    return (content.role, tuple(parts))
+
+
+class ScriptedGemini(BaseLlm):
+    """Answers a question with two parallel ``add`` calls, their results with the answer;
+    records each request's contents."""
+
+    model: str = "scripted"
+    requests: list[list[types.Content]] = []  # noqa: RUF012 - a pydantic field (copied)
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        contents = list(llm_request.contents)
+        self.requests.append(contents)
+        for content in contents:  # google-genai accepts each content as it is
+            types.Content.model_validate(content.model_dump())
+        last = contents[-1]
+        question = next(
+            part.text
+            for content in reversed(contents)
+            if content.role == "user"
+            for part in content.parts or ()
+            if part.text and part.text.startswith("question")
+        )
+        turn = int(question.split()[1])
+        if any(part.function_response for part in last.parts or ()):
+            parts = [types.Part(text=f"answer {turn}")]
+        else:
+            parts = [
+                types.Part(function_call=types.FunctionCall(name="add", args={"a": turn, "b": k}))
+                for k in (1, 2)
+            ]
+        yield LlmResponse(content=types.Content(role="model", parts=parts))
+
+
+def add(a: int, b: int) -> str:
+    """Add two integers."""
+    return f"{a}+{b}={a + b}"
+
+
+def make_runner(
+    reducer: MessageReducer, session_service: Any, model: ScriptedGemini, **options: Any
+) -> Runner:
+    agent = LlmAgent(
+        name="calc",
+        model=model,
+        instruction="You add numbers.",
+        tools=[add],
+        before_model_callback=before_model_callback(reducer, **options),
+    )
+    return Runner(agent=agent, app_name=APP, session_service=session_service)
+
+
+async def ask(runner: Runner, session_id: str, turn: int) -> str:
+    message = types.Content(role="user", parts=[types.Part(text=f"question {turn}")])
+    answer = ""
+    async for event in runner.run_async(user_id="u1", session_id=session_id, new_message=message):
+        if event.content and event.content.parts and event.content.parts[0].text:
+            answer = event.content.parts[0].text
+    return answer
+
+
+def check_requests(reducer: MessageReducer, model: ScriptedGemini, *, bound: int | None) -> None:
+    for contents in model.requests:
+        problems = reducer.validate(contents).problems
+        assert [p for p in problems if p.kind != "over_budget"] == []
+        if bound is not None:
+            assert len(contents) <= bound
+
+
+def check_handoff(model: ScriptedGemini, pruned: list[Any], last_view: list[Any]) -> None:
+    """Every content the model was ever shown is either in the last view or was handed
+    over, and none was handed over twice (summary blocks are folded, not handed over)."""
+    counts = Counter(signature(m) for m in pruned)
+    assert [s for s, n in counts.items() if n > 1] == []
+
+    def real(contents: list[Any]) -> set[tuple[Any, ...]]:
+        return {
+            signature(c)
+            for c in contents
+            if not (c.parts and (c.parts[0].text or "").startswith("Summary of the earlier"))
+        }
+
+    seen = set().union(*(real(contents) for contents in model.requests))
+    kept = real(last_view)
+    assert seen - kept == set(counts)
+    assert set(counts).isdisjoint(kept)
+
+
+def test_a_30_turn_async_run_keeps_the_models_view_bounded_and_hands_over_once() -> None:
+    """Thirty turns through ``Runner.run_async``: every request is valid and bounded, every
+    content that left the view reached the hook once with the session's namespace, and the
+    record of where the view starts is in the session's state."""
+    pruned: list[Any] = []
+    namespaces: set[Any] = set()
+
+    def remember(messages: list[Any], namespace: Any) -> None:
+        pruned.extend(messages)
+        namespaces.add(namespace)
+
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=6, max_messages=12, on_prune=[remember])
+    )
+    model = ScriptedGemini(requests=[])
+    service = InMemorySessionService()
+    runner = make_runner(reducer, service, model)
+
+    async def chat() -> Any:
+        session = await service.create_session(app_name=APP, user_id="u1")
+        for turn in range(30):
+            assert await ask(runner, session.id, turn) == f"answer {turn}"
+        return await service.get_session(app_name=APP, user_id="u1", session_id=session.id)
+
+    session = asyncio.run(chat())
+    check_requests(reducer, model, bound=12)
+    check_handoff(model, pruned, model.requests[-1])
+    assert len(model.requests) == 60 and len(pruned) > 100
+    assert namespaces == {(APP, "u1", session.id)}
+    record = session.state[STATE_KEY_PREFIX + "calc"]
+    assert record["left"] == len(pruned)
+    assert len(session.events) == 120  # ADK keeps every event: the view is what is bounded
+
+
+def test_a_30_turn_sync_run_with_a_summary_shows_the_block_and_records_it() -> None:
+    """Thirty turns through the synchronous ``Runner.run`` with ``Summarize`` and
+    ``inject_summary``: the model sees the summary block where the pruned turns were (roles
+    still alternating), the block is kept in the session's record, and the summarizer saw
+    every pruned content once."""
+    summarized: list[Any] = []
+
+    def summarize(messages: list[Any]) -> str:
+        summarized.extend(
+            m for m in messages if not (m.parts[0].text or "").startswith("Summary of the")
+        )
+        return f"{len(summarized)} contents summarised"
+
+    pruned: list[Any] = []
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=6,
+            max_messages=12,
+            summarize_fn=summarize,
+            inject_summary=True,
+            on_prune=[lambda messages, namespace: pruned.extend(messages)],
+        )
+    )
+    model = ScriptedGemini(requests=[])
+    service = InMemorySessionService()
+    runner = make_runner(reducer, service, model, namespace="chat-9")
+    session = service.create_session_sync(app_name=APP, user_id="u1")
+    for turn in range(30):
+        message = types.Content(role="user", parts=[types.Part(text=f"question {turn}")])
+        for _ in runner.run(user_id="u1", session_id=session.id, new_message=message):
+            pass
+    check_requests(reducer, model, bound=13)  # the block is one of the contents
+    last = model.requests[-1]
+    assert last[1].role == "model" and last[1].parts[0].text.startswith("Summary of the earlier")
+    assert f"{len(summarized)} contents summarised" in last[1].parts[0].text
+    originals = [m for m in pruned if not (m.parts[0].text or "").startswith("Summary of the")]
+    assert Counter(map(signature, summarized)) == Counter(map(signature, originals))
+    check_handoff(model, originals, last)
+    stored = service.get_session_sync(app_name=APP, user_id="u1", session_id=session.id)
+    record = stored.state[STATE_KEY_PREFIX + "calc"]
+    assert record["block"] == [["model", last[1].parts[0].text]]
+
+
+def test_a_hook_outage_shows_a_bounded_view_and_hands_everything_over_once_it_is_back() -> None:
+    """While the hook fails, the model still gets a bounded view, but nothing leaves for
+    good (the record stays where it was); once the hook is back every content that left
+    reaches it exactly once."""
+    pruned: list[Any] = []
+    down = False
+
+    def remember(messages: list[Any], namespace: Any) -> None:
+        if down:
+            raise ConnectionError("memory store unreachable")
+        pruned.extend(messages)
+
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=6, max_messages=12, on_prune=[remember], handoff=Handoff(retry_backoff=0)
+        )
+    )
+    model = ScriptedGemini(requests=[])
+    service = InMemorySessionService()
+    runner = make_runner(reducer, service, model)
+
+    async def chat() -> None:
+        nonlocal down
+        session = await service.create_session(app_name=APP, user_id="u1")
+        for turn in range(32):
+            down = 10 <= turn < 16
+            await ask(runner, session.id, turn)
+            if turn == 15:
+                state = (await service.get_session(
+                    app_name=APP, user_id="u1", session_id=session.id
+                )).state  # fmt: skip
+                assert state[STATE_KEY_PREFIX + "calc"]["left"] == len(pruned)
+
+    asyncio.run(chat())
+    check_requests(reducer, model, bound=12)
+    check_handoff(model, pruned, model.requests[-1])
+    assert reducer.handoff_status().failures > 0
+    assert len(pruned) > 100
+
+
+def test_the_record_survives_a_restart_on_adks_sqlite_sessions(tmp_path: Path) -> None:
+    """Fifteen turns, then a new process's worth of objects (reducer, runner, session
+    service) on the same SQLite file, then fifteen more: the view picks up where the
+    record says, and no content is handed over twice across the restart."""
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    pruned: list[Any] = []
+    path = str(tmp_path / "sessions.db")
+    model = ScriptedGemini(requests=[])
+
+    def reducer() -> MessageReducer:
+        return MessageReducer(
+            config=ReducerConfig(
+                min_messages=6,
+                max_messages=12,
+                on_prune=[lambda messages, namespace: pruned.extend(messages)],
+            )
+        )
+
+    async def chat() -> None:
+        service = SqliteSessionService(path)
+        session = await service.create_session(app_name=APP, user_id="u1")
+        runner = make_runner(reducer(), service, model)
+        for turn in range(15):
+            await ask(runner, session.id, turn)
+        restarted = SqliteSessionService(path)
+        runner = make_runner(reducer(), restarted, model)
+        for turn in range(15, 30):
+            await ask(runner, session.id, turn)
+
+    asyncio.run(chat())
+    check_requests(reducer(), model, bound=12)
+    check_handoff(model, pruned, model.requests[-1])
+
+
+def test_a_policy_that_rewrites_kept_messages_is_refused() -> None:
+    """``ClearToolOutputs`` would be redone on every call (ADK rebuilds the contents), so
+    the callback refuses it with NotImplementedError naming the step."""
+    reducer = MessageReducer(
+        config=ReducerConfig(max_tokens=2000, policy=[ClearToolOutputs(keep_last=1), DropOldest()])
+    )
+    with pytest.raises(NotImplementedError, match="clear_tool_outputs"):
+        before_model_callback(reducer)
+    with pytest.raises(TypeError, match="wrap it"):
+        before_model_callback(ReducerConfig())  # type: ignore[arg-type]

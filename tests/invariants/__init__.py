@@ -1,0 +1,1 @@
+"""Invariant checkers, and the randomized many-writers checker that drives them."""
