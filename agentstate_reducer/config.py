@@ -196,6 +196,12 @@ class ReducerConfig:
             ``[Summarize()]`` when ``summarize_fn`` is set.
         mode: ``"reduce"`` (default), or ``"validate"``: change nothing and report
             problems on ``ReducerResult.problems``.
+        calibrate: Token mode: calibrate the count to the input tokens the provider
+            reported for the newest response that says (LangChain's ``usage_metadata``,
+            the ``usage`` of Anthropic, OpenAI Chat and Responses, Bedrock Converse,
+            Gemini's ``usage_metadata``): the messages before it count what the provider
+            measured, the rest are estimated; ``ReducerResult.calibration`` says which is
+            which (see :mod:`agentstate_reducer.calibration`). On in :meth:`for_model`.
         format: The lists' wire format, when it should not be told from each list (see
             :mod:`agentstate_reducer.messages.detect`): ``"chat"`` (Chat Completions and
             LangChain, also ``"langchain"`` and ``"duck"``), ``"anthropic"``,
@@ -237,6 +243,7 @@ class ReducerConfig:
     keep_groups: int = field(default=0, kw_only=True)
     policy: Sequence[ReductionStep] | None = field(default=None, kw_only=True)
     mode: Mode = field(default="reduce", kw_only=True)
+    calibrate: bool = field(default=False, kw_only=True)
     format: str | None = field(default=None, kw_only=True)
 
     # Written out (not generated) to take the keywords Handoff replaced; the defaults are
@@ -262,6 +269,7 @@ class ReducerConfig:
         keep_groups: int = 0,
         policy: Sequence[ReductionStep] | None = None,
         mode: Mode = "reduce",
+        calibrate: bool = False,
         format: str | None = None,
         namespace_key: str | _Unset = _UNSET,
         dedupe_on_prune: bool | _Unset = _UNSET,
@@ -297,6 +305,7 @@ class ReducerConfig:
             "keep_groups": keep_groups,
             "policy": policy,
             "mode": mode,
+            "calibrate": calibrate,
             "format": format,
         }
         for name, value in values.items():
@@ -376,6 +385,12 @@ class ReducerConfig:
                 )
         check_int("keep_groups", self.keep_groups, minimum=0)
         check_choice("mode", self.mode, ("reduce", "validate"))
+        check_bool("calibrate", self.calibrate)
+        if self.calibrate and self.max_tokens is None:
+            raise ValueError(
+                "calibrate=True calibrates token counts to the counts responses report: set "
+                "max_tokens (token mode), or use ReducerConfig.for_model(model)"
+            )
         from .messages import FORMATS
 
         check_choice("format", self.format, tuple(FORMATS), allow_none=True)
@@ -440,6 +455,96 @@ class ReducerConfig:
     def effective_target_tokens(self) -> int | None:
         """The token count token mode prunes down to."""
         return self.target_tokens if self.target_tokens is not None else self.max_tokens
+
+    @classmethod
+    def for_model(
+        cls,
+        model: Any,
+        *,
+        fraction: float = 0.75,
+        reply_reserve: int | None = None,
+        context_window: int | None = None,
+        **fields: Any,
+    ) -> ReducerConfig:
+        """A token-mode config for ``model``'s own window, counted as its provider counts.
+
+        * ``max_tokens`` is ``fraction`` of the model's input window: ``context_window``
+          when given (any model, LangChain or not, or a model name such as ``"gpt-4o"``),
+          else the ``max_input_tokens`` of its LangChain profile (``model.profile``).
+        * ``reply_reserve``, unless given: the part of the model's longest reply (the
+          profile's ``max_output_tokens``) that the window left over by ``fraction`` does
+          not already hold, ``max(0, max_output_tokens - (window - max_tokens))``, at most
+          half of ``max_tokens``; 0 when the profile does not say. With the default
+          fraction most models need none (GPT-4o: 128,000 window, 16,384 reply, 32,000
+          left over).
+        * ``token_counter``, unless given: the provider's own tokenizer where it runs
+          offline (OpenAI models: their tiktoken encoding, from the files the
+          ``[tokens]`` extra ships), else our estimate (Anthropic, Gemini, Llama and every
+          other provider; see :mod:`agentstate_reducer.tokens.models`).
+        * ``calibrate=True``, unless given: the count is anchored to the input tokens the
+          newest response in the list reports (``usage_metadata`` and the like), so only
+          newer messages are estimated.
+
+        Any other ``ReducerConfig`` field may be passed too (``policy``, ``summarize_fn``,
+        ``on_prune``, ``target_tokens``, ...).
+
+        Args:
+            model: A LangChain chat model, or anything else (a model name) with
+                ``context_window``.
+            fraction: The share of the input window the history (with what the provider
+                counts outside the list) may use before pruning starts; ``0 < fraction
+                <= 1``.
+            reply_reserve: Tokens kept free for the reply (see above for the default).
+            context_window: The model's input window in tokens, instead of its profile's.
+            **fields: Other ``ReducerConfig`` fields.
+
+        Raises:
+            ValueError: The model has no profile with ``max_input_tokens`` and no
+                ``context_window`` was given (the message names the field), ``fraction``
+                is out of range, or the fields contradict each other.
+            TypeError: ``fraction``, ``context_window`` or ``reply_reserve`` has the wrong
+                type, or a field does.
+
+        Example:
+            >>> from agentstate_reducer import ReducerConfig
+            >>> config = ReducerConfig.for_model("claude-sonnet-4-5", context_window=200_000)
+            >>> config.max_tokens, config.calibrate
+            (150000, True)
+        """
+        from .tokens.models import model_token_counter, model_window
+
+        check_number("fraction", fraction, minimum=0)
+        if not 0 < fraction <= 1:
+            raise ValueError(
+                f"fraction={fraction!r} must be above 0 and at most 1: the share of the "
+                "model's input window the history may use"
+            )
+        for name in ("max_tokens", "max_messages", "min_messages"):
+            if name in fields:
+                raise ValueError(
+                    f"for_model sets the budget from the model's window: pass fraction= or "
+                    f"context_window= instead of {name}="
+                )
+        output: int | None = None
+        if context_window is not None:
+            check_int("context_window", context_window, minimum=1)
+            window = context_window
+            try:
+                output = model_window(model)[1]
+            except ValueError:
+                output = None
+        else:
+            window, output = model_window(model)
+        max_tokens = max(1, int(window * fraction))
+        if reply_reserve is None:
+            spare = window - max_tokens
+            reply_reserve = min(max(0, (output or 0) - spare), max_tokens // 2)
+        else:
+            check_int("reply_reserve", reply_reserve, minimum=0)
+        if "token_counter" not in fields:
+            fields["token_counter"] = model_token_counter(model)
+        fields.setdefault("calibrate", True)
+        return cls(max_tokens=max_tokens, reply_reserve=reply_reserve, **fields)
 
 
 def _handoff(handoff: Handoff | None, old: dict[str, Any]) -> Handoff:

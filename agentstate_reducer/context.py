@@ -36,6 +36,7 @@ from .errors import StepError
 from .messages import fingerprint, id_of, read_view, view_of, with_id
 from .planner import PlanLimits, PlanState
 from .reader import Reader
+from .recalled import is_memory
 from .result import ReducerResult
 from .rewrites import Rewrites
 from .steps.contract import ReductionStep, StepReport
@@ -124,6 +125,9 @@ class ReduceContext:
     _rewrites: list[Any] = field(default_factory=list, init=False)
     _elsewhere: set[int] = field(default_factory=set, init=False)
     """Blocks folded that were not in the list (so no caller removes them from it)."""
+    _counted: dict[int, tuple[int, bool]] | None = field(default=None, init=False)
+    """With calibrated counts: each message's count and whether it is estimated, by
+    ``id``, so that planning afresh (after an insert) keeps the calibration."""
 
     def __post_init__(self) -> None:
         self._messages = list(self.original)
@@ -131,6 +135,14 @@ class ReduceContext:
         target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
         self.target = target
         self.tokens_before = self.state.total
+        if self.state.calibrated:
+            start = self.state.estimated_from()
+            self._counted = {
+                id(message): (count, position >= start)
+                for position, (message, count) in enumerate(
+                    zip(self._messages, self.state.tokens, strict=True)
+                )
+            }
 
     # -- StepContext: reading ------------------------------------------------------------
 
@@ -216,6 +228,9 @@ class ReduceContext:
             message = with_id(message, current_id)
         view = view_of(message, f"the replacement for messages[{position}]")
         self.state.replace(position, view, self.count(message))
+        if self._counted is not None:
+            estimated = self._counted.get(id(current), (0, True))[1]
+            self._counted[id(message)] = (self.state.tokens[position], estimated)
         self._originals[id(message)] = self._original_of(current)
         self._rewrites.append(message)  # held, so its id stays unique
         self._messages[position] = message
@@ -403,8 +418,13 @@ class ReduceContext:
     def run(self, steps: Sequence[ReductionStep]) -> Effects[None]:
         """Run ``steps`` in order until the list fits, settling each summary request."""
         for step in steps:
-            if self.state.fits():
-                break
+            if step.view_only:
+                # Adds to what a model sees, on every view (fitting or not); a persistent
+                # reduce never stores what it adds.
+                if not self.view:
+                    continue
+            elif self.state.fits():
+                continue
             tokens, length = self.state.total, len(self._messages)
             error: StepError | None = None
             try:
@@ -532,6 +552,16 @@ class ReduceContext:
         state.formats = self.state.formats
         views, tokens = self.reader.read(self._messages, lambda i: f"messages[{i}]")
         state.extend(views, tokens)
+        counted = self._counted
+        if counted is not None:
+            # Messages keep their calibrated counts; a new one (a summary block) is estimated.
+            found = [counted.get(id(message)) for message in self._messages]
+            estimated_from = next(
+                (i for i, entry in enumerate(found) if entry is not None and entry[1]), len(found)
+            )
+            state.carry(
+                self.state, [None if entry is None else entry[0] for entry in found], estimated_from
+            )
         if self._placeholder and tokens is not None:
             # The placeholder counts what the block will take, not its own few tokens.
             first = self._placeholder[0]
@@ -565,7 +595,10 @@ class ReduceContext:
         """What leaves the list, as it was: the pruned messages and the originals of the
         rewritten ones, without messages a step rewrote in an earlier reduce (their
         originals reached the hooks then)."""
-        leaving = (*self._oldest_first(self.pruned), *self.rewritten())
+        # A memory block is a block: never pruned as a message; a step rewriting one (a
+        # truncation) does not hand its text over either, the store holds it already.
+        rewritten = [m for m in self.rewritten() if not is_memory(m)]
+        leaving = (*self._oldest_first(self.pruned), *rewritten)
         return [m for m in leaving if not is_rewrite(m)]
 
     def result(self) -> ReducerResult:

@@ -82,6 +82,7 @@ from .messages import (
     format_of_mask,
 )
 from .messages.chat import CHAT_FORMAT
+from .tokens.usage import UsageReport
 
 if TYPE_CHECKING:
     from .config import ReducerConfig
@@ -144,6 +145,7 @@ class PlanState:
     """Per-position facts of one message list, kept up to date as it grows and shrinks."""
 
     __slots__ = (
+        "_anchor_seq",
         "_caller_of_call",
         "_caller_seq",
         "_forced",
@@ -159,6 +161,9 @@ class PlanState:
         "alternates",
         "format",
         "formats",
+        "offset",
+        "raw",
+        "report",
         "tokens",
         "total",
         "views",
@@ -192,6 +197,17 @@ class PlanState:
         self._named_calls: dict[str, list[int]] = {}
         self._last_result: dict[int, int] = {}  # anchor seq -> seq of its last member
         self._human_seqs: list[int] = []  # where each user turn starts, oldest first
+        # Calibration (see calibrate()): None and 0 until a provider-reported count is used.
+        self.raw: list[int] | None = None
+        """Each message's count by the reducer's counter, once calibrated (``tokens`` then
+        holds the calibrated counts); None otherwise."""
+        self.offset = 0
+        """Tokens counted for no message: the part of a provider-reported count carried on
+        its own (see :meth:`calibrate`); included in ``total``, never pruned."""
+        self._anchor_seq = _NO_LINK
+        self.report: tuple[UsageReport, int, float] | None = None
+        """The report the counts are calibrated to, the reducer's count of what the model
+        was shown for it, and the scale applied (see :meth:`calibrate`)."""
 
     def __len__(self) -> int:
         return len(self.views)
@@ -282,6 +298,8 @@ class PlanState:
         if tokens is not None:
             self.tokens.extend(tokens)
             self.total += sum(tokens)
+            if self.raw is not None:
+                self.raw.extend(tokens)  # newer than the anchor: estimated as they are
 
     def _name_call(self, key: str, anchor: int, keys: tuple[str, ...]) -> None:
         """Register the calls of ``key`` a message makes (a newer message's call of a name
@@ -572,6 +590,8 @@ class PlanState:
         if self.tokens:
             self.total -= sum(self.tokens[p] for p in gone)
             self.tokens = _compact(self.tokens, start, kept, end)
+            if self.raw is not None:
+                self.raw = _compact(self.raw, start, kept, end)
         self.views = _compact(self.views, start, kept, end)
         self._prunable = _compact(self._prunable, start, kept, end)
         self._seq = _compact(self._seq, start, kept, end)
@@ -589,8 +609,85 @@ class PlanState:
             raise ValueError(f"position {position}: a replacement must keep role and tool links")
         self.views[position] = view
         if self.tokens:
+            raw = self.raw
+            if raw is not None:
+                # A calibrated count keeps its calibration: the new text is counted at the
+                # old message's measured-to-estimated ratio.
+                before, counted = raw[position], self.tokens[position]
+                raw[position] = tokens
+                if before and counted != before:
+                    tokens = -(-tokens * counted // before)
             self.total += tokens - self.tokens[position]
             self.tokens[position] = tokens
+
+    # -- calibration to a provider-reported count ----------------------------------------
+
+    def calibrate(self, anchor: int, report: UsageReport, shown: int) -> None:
+        """Calibrate the counts of the messages before ``anchor`` to ``reported``, the
+        input tokens a provider reported for the call that produced the response at
+        ``anchor``, for which the model was shown messages the reducer counted ``shown``.
+
+        When ``reported >= shown`` every message keeps its own count and the difference
+        becomes :attr:`offset` (what the provider counts beyond the messages: a system
+        prompt and tool schemas outside the list, framing, a tokenizer that counts more),
+        which no prune removes, so the count never drops below the truth after a prune.
+        When it is below, the counts before ``anchor`` are scaled by ``reported / shown``
+        (rounded up along the running sum, so they add up to the scaled total exactly)
+        and the offset is 0. Messages from ``anchor`` on keep their estimates. Only the
+        counts change, so the plan reads them as always. Replaces any earlier calibration.
+
+        Args:
+            anchor: The position of the reporting response (``0..len``).
+            report: What it reported (``report.tokens > 0``).
+            shown: The reducer's count of what the model was shown (``>= 0``).
+        """
+        reported = report.tokens
+        raw = self.raw if self.raw is not None else list(self.tokens)
+        self.raw = raw
+        if reported >= shown:
+            offset, scale = reported - shown, 1.0
+            tokens = list(raw)
+        else:
+            offset, scale = 0, reported / shown
+            tokens = []
+            running = rounded = 0
+            for count in raw[:anchor]:
+                running += count
+                now = -(-running * reported // shown)  # ceil, in ints
+                tokens.append(now - rounded)
+                rounded = now
+            tokens += raw[anchor:]
+        self.tokens = tokens
+        self.offset = offset
+        self.total = sum(tokens) + offset
+        self._anchor_seq = self._seq[anchor] if anchor < len(self._seq) else self._next_seq
+        self.report = (report, shown, scale)
+
+    def carry(self, other: PlanState, counts: Sequence[int | None], estimated_from: int) -> None:
+        """Take over ``other``'s calibration (after a block was inserted, the list is
+        planned afresh): ``counts`` per position (None: keep this state's own count, for a
+        new message); ``estimated_from`` is where estimated counts start."""
+        self.raw = list(self.tokens)
+        self.tokens = [
+            own if given is None else given for own, given in zip(self.raw, counts, strict=True)
+        ]
+        self.offset = offset = other.offset
+        self.report = other.report
+        self.total = sum(self.tokens) + offset
+        seq = self._seq
+        self._anchor_seq = seq[estimated_from] if estimated_from < len(seq) else self._next_seq
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether the counts are calibrated to a provider-reported count."""
+        return self.raw is not None
+
+    def estimated_from(self) -> int:
+        """Where estimated counts start: the position of the reporting response (or of the
+        first message after it, when it has left the list); 0 when not calibrated."""
+        if self._anchor_seq == _NO_LINK:
+            return 0
+        return bisect_left(self._seq, self._anchor_seq)
 
     def _forget(self, position: int) -> None:
         seq = self._seq[position]

@@ -25,6 +25,9 @@ Steps:
   ``start_on_human``) as far as the target needs.
 * :class:`~agentstate_reducer.relevance.SelectRelevant`: keep the older user turns most
   relevant to the newest question, within the budget, and prune the others.
+* :class:`~agentstate_reducer.steps.recall.Recall` (view only): search a LangGraph store
+  for the newest question and insert the memories found as one block after the system
+  prompt (what :class:`~agentstate_reducer.langgraph.StoreMemory` stored when it left).
 * :class:`Summarize`: the same as ``DropOldest``, then ``summarize_fn`` summarises what
   went together with the summary already in the list (a running summary), and
   ``inject_summary`` puts the new summary where the pruned block was; the room it takes
@@ -50,6 +53,7 @@ from .steps.compress import Compress
 from .steps.contract import ReductionStep, StepContext, StepReport
 from .steps.drop import DropOldest
 from .steps.policy import check_policy, default_policy
+from .steps.recall import Recall
 from .steps.relevance import LexicalScorer, SelectRelevant
 from .steps.summarize import Summarize
 from .steps.truncate import DEFAULT_MARKER, TruncateLargest
@@ -61,6 +65,7 @@ __all__ = [
     "Compress",
     "DropOldest",
     "LexicalScorer",
+    "Recall",
     "ReductionStep",
     "SelectRelevant",
     "StepContext",

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from ._calls import Effects, adrive, drive, hook_name
 from ._checks import check_choice
 from ._memory import namespace_key
+from .calibration import ShownMemory, calibrate, calibration_of
 from .config import HANDOFF_KEYWORDS, ReducerConfig
 from .context import ReduceContext
 from .errors import PruneHookError, SummaryError
@@ -28,7 +29,7 @@ from .hooks import (
     waiting_error,
 )
 from .messages import view_of
-from .planner import PlanLimits, PlanState, plan_prune
+from .planner import PlanLimits, PlanState
 from .reader import Reader
 from .result import ReducerResult
 from .rewrites import Rewrites
@@ -37,6 +38,7 @@ from .steps.contract import ReductionStep
 from .steps.policy import default_policy
 from .summary import RunningSummary, SummaryMemory
 from .tokens import TokenCounter
+from .tokens.usage import Calibration
 from .validate import find_problems
 
 logger = logging.getLogger(__name__)
@@ -111,6 +113,9 @@ class MessageReducer:
         """The messages steps wrote in place of others (their originals were handed over)."""
         self.summaries = RunningSummary(config, self._limits, self._reader.count, SummaryMemory())
         """The running summary: how this reducer makes, remembers and places it."""
+        # What models were shown, by this reducer's count (calibration; see ShownMemory).
+        self._shown = ShownMemory()
+        self._adds_to_view = any(step.view_only for step in self._policy)
 
     @property
     def config(self) -> ReducerConfig:
@@ -136,6 +141,12 @@ class MessageReducer:
     def steps(self) -> tuple[ReductionStep, ...]:
         """The policy's steps, in the order they run."""
         return self._policy
+
+    @property
+    def adds_to_view(self) -> bool:
+        """Whether the policy has a view-only step (``Recall``): then what a model is shown
+        should come from :meth:`view`, even of a list a persistent reduce just bounded."""
+        return self._adds_to_view
 
     def __repr__(self) -> str:
         c = self._config
@@ -176,6 +187,7 @@ class MessageReducer:
         derived._delivery = self._delivery
         derived.rewrites = self.rewrites
         derived.summaries.share(self.summaries)
+        derived._shown = self._shown
         if derived._config.token_counter is self._config.token_counter:
             derived._reader.counter = self._reader.counter or derived._reader.counter
         return derived
@@ -199,12 +211,14 @@ class MessageReducer:
             TypeError: ``messages`` is not a list of messages; the error names the index.
         """
         combined = _as_list(messages, "messages")
-        views, tokens = self._reader.read(combined, lambda i: f"messages[{i}]")
-        pruned_at = plan_prune(views, self._limits, tokens)
+        state = self._read(combined, None, remember=False)
+        end = state.window_end()
+        pruned_at = [] if end is None else state.pruned_positions(end)
         gone = set(pruned_at)
         return ReducerResult(
             surviving=[m for i, m in enumerate(combined) if i not in gone],
             pruned=[combined[i] for i in pruned_at],
+            calibration=self._calibration(state),
         )
 
     def validate(self, messages: Sequence[Any]) -> ReducerResult:
@@ -220,15 +234,13 @@ class MessageReducer:
             TypeError: ``messages`` is not a list of messages; the error names the index.
         """
         combined = _as_list(messages, "messages")
-        views, tokens = self._reader.read(combined, lambda i: f"messages[{i}]")
-        total = sum(tokens) if tokens is not None else None
-        state = PlanState(self._limits)
-        state.extend(views)  # the list's format (a mix of formats raises here)
+        state = self._read(combined, None, remember=False)  # a mix of formats raises here
+        total = state.total if self._config.token_mode else None
         return ReducerResult(
             surviving=combined,
             pruned=[],
             problems=find_problems(
-                views,
+                state.views,
                 total_tokens=total,
                 max_tokens=self._config.history_max_tokens,
                 max_messages=self._config.max_messages,
@@ -236,6 +248,7 @@ class MessageReducer:
             ),
             tokens_before=total or 0,
             tokens_after=total or 0,
+            calibration=self._calibration(state),
         )
 
     def reduce(
@@ -474,20 +487,28 @@ class MessageReducer:
         on_prune_error: OnPruneError | None,
     ) -> Effects[ReducerResult]:
         mode = self._on_error(on_prune_error)
+        conversation = namespace_key(namespace)
         state, known = self._plans.resume(combined)
         views, tokens = self._reader.read(combined[known:], lambda i: where(known + i))
         state.extend(views, tokens, lambda i: where(known + i))
+        if self._config.calibrate:
+            calibrate(state, combined, known, self._shown, conversation)
+        calibration = self._calibration(state)
         if not state.over_limit():
             self._plans.remember(state, combined)
             if self._delivery.has_pending:
                 yield from self._retry_pending()
             return ReducerResult(
-                surviving=combined, pruned=[], tokens_before=state.total, tokens_after=state.total
+                surviving=combined,
+                pruned=[],
+                tokens_before=state.total,
+                tokens_after=state.total,
+                calibration=calibration,
             )
         if mode == "keep" and self._delivery and (waiting := self._delivery.waiting()):
             # The prune could not be handed over (a hook is still down), so this reduce would
             # keep every message anyway: do not plan it, nor pay for a summary of it.
-            unchanged = self._unchanged(combined, state)
+            unchanged = self._unchanged(combined, state, calibration=calibration)
             unchanged.hook_error = waiting_error(waiting, namespace, unchanged)
             logger.debug("%s", unchanged.hook_error)
             return unchanged
@@ -499,9 +520,9 @@ class MessageReducer:
                 raise
             level = logging.DEBUG if exc.waiting else logging.WARNING
             logger.log(level, "%s; keeping every message this time", exc)
-            return self._unchanged(combined, state, summary_error=exc)
+            return self._unchanged(combined, state, summary_error=exc, calibration=calibration)
         result = context.result()
-        conversation = namespace_key(namespace)
+        result.calibration = calibration
         batch = context.handoff(lambda message: self._is_rewrite(message, conversation))
         if batch and self._delivery:
             failures = yield from self._delivery.deliver(
@@ -510,7 +531,7 @@ class MessageReducer:
             self._log_retry_failures(failures)
             lost = [f for f in failures if f.messages]
             if lost:
-                unchanged = self._unchanged(combined, None)
+                unchanged = self._unchanged(combined, None, calibration=calibration)
                 error = hook_error(
                     lost,
                     namespace,
@@ -538,16 +559,44 @@ class MessageReducer:
     def _view(
         self, combined: list[Any], namespace: Any, mode: OnPruneError
     ) -> Effects[ReducerResult]:
-        state = PlanState(self._limits)
-        views, tokens = self._reader.read(combined, lambda i: f"messages[{i}]")
-        state.extend(views, tokens)
-        if not state.over_limit():
-            return ReducerResult(
-                surviving=combined, pruned=[], tokens_before=state.total, tokens_after=state.total
+        state = self._read(combined, namespace)
+        calibration = self._calibration(state)
+        if not state.over_limit() and not self._adds_to_view:
+            result = ReducerResult(
+                surviving=combined,
+                pruned=[],
+                tokens_before=state.total,
+                tokens_after=state.total,
+                calibration=calibration,
             )
+            self._record_view(namespace, combined, state)
+            return result
         context = self._context(combined, state, namespace, view=True, keep_going=mode == "keep")
         yield from context.run(self._policy)
-        return context.result()
+        result = context.result()
+        result.calibration = calibration
+        self._record_view(namespace, result.surviving, context.state)
+        return result
+
+    def _read(self, combined: list[Any], namespace: Any, *, remember: bool = True) -> PlanState:
+        """A fresh plan state of ``combined``, calibrated when the config says so."""
+        state = PlanState(self._limits)
+        views, tokens = self._reader.read(combined, lambda i: f"messages[{i}]")
+        state.extend(views, tokens)  # a mix of formats raises here
+        if self._config.calibrate:
+            conversation = namespace_key(namespace)
+            calibrate(state, combined, 0, self._shown, conversation, remember=remember)
+        return state
+
+    def _calibration(self, state: PlanState) -> Calibration | None:
+        return calibration_of(state) if self._config.calibrate else None
+
+    def _record_view(self, namespace: Any, shown: list[Any], state: PlanState) -> None:
+        """Remember this reducer's count of the view a model is about to be shown, so the
+        report of its answer is counted against it (see ShownMemory)."""
+        if self._config.calibrate:
+            raw = state.raw if state.raw is not None else state.tokens
+            self._shown.record_view(namespace_key(namespace), shown, sum(raw))
 
     def _deliver(self, pruned: list[Any], namespace: Any) -> Effects[None]:
         failures = yield from self._delivery.deliver(pruned, namespace, keep_failed=True)
@@ -590,6 +639,7 @@ class MessageReducer:
         *,
         hook_error: PruneHookError | None = None,
         summary_error: SummaryError | None = None,
+        calibration: Calibration | None = None,
     ) -> ReducerResult:
         total = state.total if state is not None else 0
         return ReducerResult(
@@ -599,6 +649,7 @@ class MessageReducer:
             summary_error=summary_error,
             tokens_before=total,
             tokens_after=total,
+            calibration=calibration,
         )
 
     def _on_error(self, override: OnPruneError | None) -> OnPruneError:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .errors import PruneHookError, SummaryError
     from .steps.contract import StepReport
+    from .tokens.usage import Calibration
     from .validate import Problem
 
 
@@ -34,6 +35,13 @@ class ReducerResult:
         tokens_before: The list's tokens before reducing (token mode; else 0).
         tokens_after: The list's tokens after reducing (token mode; else 0).
         problems: What an audit found (``validate()`` or ``mode="validate"``).
+        calibration: With ``calibrate=True``, which of ``tokens_before`` was measured by
+            the provider and which estimated (a
+            :class:`~agentstate_reducer.tokens.Calibration`: the messages before
+            ``calibration.anchor`` count what the newest response that reports its input
+            tokens measured, the rest are estimated); None when nothing was calibrated
+            (calibration off, or no response in the list reports a count), and then every
+            count is the reducer counter's.
     """
 
     surviving: list[Any] = field(default_factory=list)
@@ -48,3 +56,4 @@ class ReducerResult:
     tokens_before: int = 0
     tokens_after: int = 0
     problems: list[Problem] = field(default_factory=list)
+    calibration: Calibration | None = None

@@ -28,7 +28,17 @@ estimate) by:
   LangChain messages;
 * (d) ours, ``SelectRelevant(embeddings=...)`` with a hashed bag-of-words ``Embeddings``
   written here (no model, no dependency): it shows the embeddings path, not what a real
-  embedding model would score.
+  embedding model would score;
+* (e) ours, long-term memory: the chat grows turn by turn through a persistent reducer
+  (``DropOldest``) whose ``StoreMemory`` writes what it prunes into an ``InMemoryStore``
+  indexed with ``HashedWordEmbeddings`` (deterministic, no network); the model's input for
+  the question is the view with ``[Recall(store, k=3, max_tokens=200), DropOldest()]``. The
+  fact counts as kept when the input holds its text (a memory block's line counts). Its
+  ms/reduce is the view alone (growing the chat is not timed);
+* (f) langmem's memory tools, in their own venv: ``manage_memory(create)`` for every user
+  message as it arrives and ``search_memory(question, limit=3)`` at the end, on an
+  ``InMemoryStore`` with the same ``HashedWordEmbeddings``, invoked as a scripted agent
+  would call them (``bench/_langmem_worker.py``); recalled when a result holds the fact.
 
 Per budget and contender: the share of scenarios whose reduced list still contains the
 fact turn's user message, the mean and largest size of the reduced list by our default
@@ -74,9 +84,12 @@ from langchain_core.messages import (
     trim_messages,
 )
 from langchain_core.messages.utils import count_tokens_approximately
+from langgraph.store.memory import InMemoryStore
 
 from agentstate_reducer import MessageReducer, ReducerConfig
-from agentstate_reducer.policy import DropOldest, SelectRelevant
+from agentstate_reducer.langgraph import StoreMemory
+from agentstate_reducer.langgraph.testing import HashedWordEmbeddings
+from agentstate_reducer.policy import DropOldest, Recall, SelectRelevant
 from agentstate_reducer.relevance import terms
 
 BUDGETS = (2000, 4000)
@@ -1094,6 +1107,47 @@ def langchain_trim(budget: int) -> Callable[[list[Any]], list[Any]]:
     return run
 
 
+class RecallAfterPruning:
+    """(e): the chat grows turn by turn through a persistent reducer (``DropOldest``) whose
+    ``StoreMemory`` keeps what it prunes in an ``InMemoryStore`` indexed with a
+    deterministic word-hash embedding (``HashedWordEmbeddings``: no model, no network);
+    then the model's input for the final question is the reducer's view with
+    ``[Recall(store), DropOldest()]``. Growing (untimed, :meth:`prepare`) is what puts the
+    early fact in the store long before it is asked for; the timed call is the view."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._history: list[Any] = []
+        self._viewer: MessageReducer | None = None
+
+    def prepare(self, messages: list[Any]) -> None:
+        store = InMemoryStore(
+            index={"dims": 256, "embed": HashedWordEmbeddings(256), "fields": ["text"]}
+        )
+        namespace = ("memories", "user")
+        grower = MessageReducer(
+            config=ReducerConfig(
+                max_tokens=self.budget,
+                policy=[DropOldest()],
+                on_prune=[StoreMemory(store, namespace=namespace, index=["text"])],
+            )
+        )
+        history: list[Any] = []
+        for message in messages[:-1]:
+            history = grower.reduce(history, [message]).surviving
+        self._history = history
+        self._viewer = MessageReducer(
+            config=ReducerConfig(
+                max_tokens=self.budget,
+                policy=[Recall(store, namespace=namespace, k=3, max_tokens=200), DropOldest()],
+            )
+        )
+
+    def __call__(self, messages: list[Any]) -> list[Any]:
+        assert self._viewer is not None
+        return self._viewer.view([*self._history, messages[-1]]).surviving
+
+
 @dataclass(frozen=True)
 class Contender:
     key: str
@@ -1113,7 +1167,9 @@ CONTENDERS = (
         "(d) ours: SelectRelevant(embeddings=hashed BoW)",
         ours(lambda: [SelectRelevant(embeddings=HashedBagOfWords()), DropOldest()]),
     ),
+    Contender("e", "(e) ours: Recall from StoreMemory (pruned)", RecallAfterPruning),
 )
+KEYS = "abcde"
 
 
 @dataclass
@@ -1138,19 +1194,27 @@ def run(budget: int, scenarios: list[Scenario]) -> dict[str, Tally]:
     tallies = {c.key: Tally() for c in CONTENDERS}
     reducers = {c.key: c.build(budget) for c in CONTENDERS}
     for contender in CONTENDERS:  # warm up (lazy imports, first-call set-up), not timed
-        reducers[contender.key](
-            list(converted[0] if contender.langchain else scenarios[0].messages)
-        )
+        warm = list(converted[0] if contender.langchain else scenarios[0].messages)
+        if isinstance(reducers[contender.key], RecallAfterPruning):
+            reducers[contender.key].prepare(warm)  # type: ignore[attr-defined]
+        reducers[contender.key](warm)
     for index, item in enumerate(scenarios):
         # Contenders take turns on each scenario, so machine load hits them alike.
         for contender in CONTENDERS:
             tally = tallies[contender.key]
             source = converted[index] if contender.langchain else item.messages
             messages = list(source)
+            reducer = reducers[contender.key]
+            if isinstance(reducer, RecallAfterPruning):
+                reducer.prepare(messages)  # the chat grows, pruning into the store: untimed
             start = time.process_time()
-            kept = reducers[contender.key](messages)
+            kept = reducer(messages)
             tally.seconds += time.process_time() - start
-            found = any(content(m) == item.fact for m in kept)
+            if isinstance(reducer, RecallAfterPruning):
+                wanted = " ".join(item.fact.split())
+                found = any(wanted in " ".join(str(content(m)).split()) for m in kept)
+            else:
+                found = any(content(m) == item.fact for m in kept)
             tally.kept += found
             counts = tally.by_kind.setdefault(item.kind, [0, 0])
             counts[0] += found
@@ -1168,6 +1232,52 @@ def run(budget: int, scenarios: list[Scenario]) -> dict[str, Tally]:
             if contender.langchain:
                 tally.own_tokens.append(count_tokens_approximately(kept))
     return tallies
+
+
+LANGMEM_K = 3
+
+
+def langmem_figures(scenarios: list[Scenario]) -> dict[str, Any]:
+    """(f) langmem's memory tools on the same chats, in their own venv (bench/_peers.py,
+    bench/_langmem_worker.py); ``{"skipped": why}`` when the venv cannot be made."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from _peers import PeerSetupError, peer_python
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        python = peer_python("langmem", ["langmem", f"agentstate-reducer @ {root.as_uri()}"])
+    except PeerSetupError as exc:
+        return {"skipped": str(exc).splitlines()[0]}
+    chats = [{"messages": s.messages, "fact": s.fact, "question": s.question} for s in scenarios]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump({"k": LANGMEM_K, "chats": chats}, handle)
+    try:
+        proc = subprocess.run(
+            [str(python), str(Path(__file__).with_name("_langmem_worker.py")), handle.name],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            check=False,
+        )
+    finally:
+        Path(handle.name).unlink()
+    if proc.returncode != 0:
+        return {"skipped": f"worker failed: {proc.stderr.strip().splitlines()[-1:]}"}
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    found = out["found"]
+    by_kind: dict[str, list[int]] = {}
+    for item, hit in zip(scenarios, found, strict=True):
+        counts = by_kind.setdefault(item.kind, [0, 0])
+        counts[0] += hit
+        counts[1] += 1
+    return {
+        "recalled_pct": round(100 * sum(found) / len(found), 1),
+        "ms_per_search": round(1000 * statistics.mean(out["seconds"]), 3),
+        "by_kind": by_kind,
+    }
 
 
 def main() -> None:
@@ -1223,10 +1333,10 @@ def main() -> None:
             f"(ours by our estimate, trim_messages by both counters); provider-valid: "
             f"{'every list' if not invalid else f'{invalid} lists with an orphan or dangling call'}"
         )
-        print("  fact kept by kind:  " + "  ".join(f"{k:>10}" for k in "abcd"))
+        print("  fact kept by kind:  " + "  ".join(f"{k:>10}" for k in KEYS))
         for kind in KINDS:
             cells = []
-            for key in "abcd":
+            for key in KEYS:
                 hits, seen = tallies[key].by_kind.get(kind.name, [0, 0])
                 cells.append(f"{hits}/{seen}" if seen else "-")
             print(f"    {kind.name:<17} " + "  ".join(f"{c:>10}" for c in cells))
@@ -1234,7 +1344,7 @@ def main() -> None:
         cells = {
             shares: ", ".join(
                 "({}) {}/{}".format(key, *tallies[key].by_overlap.get(shares, [0, 0]))
-                for key in "ad"
+                for key in "ade"
             )
             for shares in (True, False)
         }
@@ -1248,6 +1358,9 @@ def main() -> None:
         label_c = f"{budget} tokens: fact lost, trim_messages / SelectRelevant"
         ratios[label_b] = round((count - b.kept) / max(count - a.kept, 1), 2)
         ratios[label_c] = round((count - c.kept) / max(count - a.kept, 1), 2)
+        e = tallies["e"]
+        label_e = f"{budget} tokens: fact lost, recency only / Recall"
+        ratios[label_e] = round((count - b.kept) / max(count - e.kept, 1), 2)
         targets[label_b] = {"target": 1.0, "met": a.kept > b.kept and sound}
         figures[str(budget)] = {
             contender.key: {
@@ -1261,8 +1374,22 @@ def main() -> None:
             }
             for contender in CONTENDERS
         }
+    # langmem runs in a venv of its own, made on first use (which needs the package index):
+    # not in a quick run, which the tests make.
+    langmem = {"skipped": "not in a --quick run"} if args.quick else langmem_figures(scenarios)
+    if "skipped" in langmem:
+        print(f"\n(f) langmem's memory tools: skipped ({langmem['skipped']})")
+    else:
+        print(
+            f"\n(f) langmem {LANGMEM_K}-result search_memory after manage_memory(create) of "
+            f"every user message (its tools, as a scripted agent calls them; the same "
+            f"HashedWordEmbeddings): the fact among the results in {langmem['recalled_pct']}% "
+            f"of {count} chats, {langmem['ms_per_search']:.2f} ms per search (whatever the "
+            "budget: it keeps no list)"
+        )
     result = {
         "bench": "relevance",
+        "langmem": langmem,
         "ratios": ratios,
         "targets": targets,
         "scenarios": count,

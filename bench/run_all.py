@@ -35,6 +35,7 @@ PREFERRED = (
     "reduce_per_turn",
     "summary_calls",
     "relevance",
+    "calibration",
     "storage_growth",
     "wrapper_overhead",
     "cosmos_bench",

@@ -328,6 +328,7 @@ def _changes_for_every_field() -> dict[str, Any]:
         "keep_groups": 2,
         "policy": [ClearToolOutputs(), DropOldest()],
         "mode": "validate",
+        "calibrate": True,
         "format": "anthropic",
     }
 

@@ -72,11 +72,13 @@ def read_csv(path: Path) -> list[dict[str, int]]:
 
 
 def table_rows(stdout: str) -> list[list[str]]:
-    """The data rows of the printed table: lines of seven numbers-with-units."""
+    """The data rows of the printed table: lines of ten numbers, three of them sizes with
+    units (turn; messages bare, bounded; stored bare, bounded, retained; ms/turn bare,
+    bounded, retained)."""
     rows = []
     for line in stdout.splitlines():
         cells = line.split()
-        if len(cells) == 9 and cells[0].isdigit() and cells[1].isdigit():
+        if len(cells) == 12 and cells[0].isdigit() and cells[1].isdigit():
             rows.append(cells)
     return rows
 
@@ -98,8 +100,8 @@ def assert_valid_png(path: Path) -> None:
 def test_sqlite_demo_prints_the_table_bounds_the_thread_and_writes_the_plot(
     tmp_path: Path,
 ) -> None:
-    """The default backend: a table of both runs, the bound held at every turn, fewer bytes
-    stored at the end, a CSV of every turn and a valid PNG."""
+    """The default backend: a table of the three runs, the bound held at every turn, fewer
+    bytes stored at the end, a CSV of every turn and a valid PNG."""
     out = tmp_path / "out"
     proc = run_demo("--turns", "16", "--max-messages", "12", "--output", str(out))
     assert proc.returncode == 0, proc.stderr
@@ -123,7 +125,48 @@ def test_sqlite_demo_prints_the_table_bounds_the_thread_and_writes_the_plot(
     # the table shows the same numbers as the CSV
     final = rows[-1]
     assert (int(final[1]), int(final[2])) == (last["messages_bare"], last["messages_bounded"])
+    assert [t["messages_retained"] for t in turns] == [t["messages_bounded"] for t in turns]
+    assert last["stored_bytes_retained"] < last["stored_bytes_bounded"]
+    assert "With keep_checkpoints=20 the thread stores" in proc.stdout
     assert_valid_png(out / "demo.png")
+
+
+def test_keep_checkpoints_keeps_the_threads_size_flat(tmp_path: Path) -> None:
+    """The third run (the wrapper with keep_checkpoints, on SQLite, whose saver the demo
+    gives a prune) stores no more in the second half of the run than in the first, while
+    the wrapper alone keeps growing; the closing line says so."""
+    proc = run_demo(
+        "--turns", "60", "--keep-checkpoints", "8", "--output", str(tmp_path)
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    turns = read_csv(tmp_path / "demo.csv")
+    retained = [t["stored_bytes_retained"] for t in turns]
+    bounded = [t["stored_bytes_bounded"] for t in turns]
+    assert max(retained[30:]) <= max(retained[:30]) * 1.1
+    assert bounded[-1] > 2 * bounded[29]
+    assert "With keep_checkpoints=8" in proc.stdout and "(flat)" in proc.stdout
+
+
+def test_recall_answers_at_the_end_a_fact_told_at_turn_5(tmp_path: Path) -> None:
+    """``--recall``: the fact told at turn 5 has left the bounded runs' stored lists long
+    before it is asked for; StoreMemory kept it and Recall brings it into the model's
+    view, so all three runs answer it, and the demo says where the answer came from."""
+    proc = run_demo("--turns", "40", "--recall", "--output", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "Asked at the end for the fact told at turn 5:" in proc.stdout
+    lines = [line.strip() for line in proc.stdout.splitlines()]
+    assert (
+        "bare at turn 40 (the stored list still held the fact): 'Your locker code is 4417.'"
+        in lines
+    )
+    for label in ("bounded", "retained"):
+        assert (
+            f"{label} at turn 40 (the fact had left the stored list long before): "
+            "'Your locker code is 4417.'"
+        ) in lines
+    too_short = run_demo("--turns", "5", "--recall", "--output", str(tmp_path))
+    assert too_short.returncode == 1
+    assert "--recall tells the agent a fact at turn 5" in too_short.stderr
 
 
 def test_token_bound_keeps_fewer_messages_than_the_bare_saver(tmp_path: Path) -> None:
@@ -430,7 +473,15 @@ def test_console_script_and_module_share_the_parser() -> None:
         [str(script), "demo", "--help"], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0
-    for option in ("--turns", "--saver", "--max-messages", "--max-tokens", "--output"):
+    for option in (
+        "--turns",
+        "--saver",
+        "--max-messages",
+        "--max-tokens",
+        "--keep-checkpoints",
+        "--recall",
+        "--output",
+    ):
         assert option in proc.stdout
 
 

@@ -60,13 +60,20 @@ PAGES = {
         "agentstate_reducer.policy.StepContext",
         "agentstate_reducer.compress.Compress",
         "agentstate_reducer.relevance.SelectRelevant",
+        "agentstate_reducer.steps.recall.Recall",
     ],
-    "tokens": ["agentstate_reducer.estimate_tokens", "agentstate_reducer.tokens.TokenCounter"],
+    "tokens": [
+        "agentstate_reducer.estimate_tokens",
+        "agentstate_reducer.tokens.TokenCounter",
+        "agentstate_reducer.tokens.usage.Calibration",
+        "agentstate_reducer.tokens.models.model_window",
+    ],
     "hooks": ["agentstate_reducer.Background", "agentstate_reducer.errors.PruneHookError"],
     "summaries": ["agentstate_reducer.summary"],
     "langgraph": [
         "agentstate_reducer.langgraph.ReducingCheckpointSaver",
         "agentstate_reducer.langgraph.agents.ReducerMiddleware",
+        "agentstate_reducer.langgraph.store.StoreMemory",
     ],
     "cosmosdb": ["agentstate_cosmosdb.CosmosDBSaver", "agentstate_cosmosdb.AsyncCosmosDBSaver"],
 }

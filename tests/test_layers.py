@@ -31,9 +31,9 @@ PACKAGE = ROOT / "agentstate_reducer"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Modules are named relative to the package; "x.*" is every module of package x.
     ("base", ("_calls", "_checks", "_deprecated", "_extras", "_memory", "_progress", "errors")),
-    ("messages", ("messages", "messages.*")),
+    ("messages", ("messages", "messages.*", "recalled")),
     ("tokens", ("tokens", "tokens.*")),
-    ("plan", ("planner", "reader", "session", "validate")),
+    ("plan", ("planner", "reader", "session", "validate", "calibration")),
     ("step contract", ("steps", "steps.contract", "result")),
     (
         "built-in steps",
@@ -42,6 +42,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "steps.compress",
             "steps.drop",
             "steps.policy",
+            "steps.recall",
             "steps.relevance",
             "steps.summarize",
             "steps.truncate",
@@ -460,6 +461,7 @@ OLD_PATHS: dict[str, dict[str, str]] = {
         "DropOldest": "steps.drop",
         "Summarize": "steps.summarize",
         "Compress": "steps.compress",
+        "Recall": "steps.recall",
     },
     "agentstate_reducer.compress": dict.fromkeys(["Compress", "Compressor"], "steps.compress"),
     "agentstate_reducer.relevance": dict.fromkeys(

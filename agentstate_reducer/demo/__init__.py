@@ -1,14 +1,16 @@
 """The main job: one tool-calling LangGraph agent, stored bare and bounded, side by side.
 
-``agentstate-reducer demo`` (or ``make demo``) runs the same scripted conversation twice on
-a real checkpoint saver, once bare and once through
-:class:`~agentstate_reducer.langgraph.ReducingCheckpointSaver`, and reports what each
-stored, measured in the database itself. It needs the ``[demo]`` extra
-(``pip install "agentstate-reducer[demo]"``); without it the command says so on one line.
+``agentstate-reducer demo`` (or ``make demo``) runs the same scripted conversation three
+times on a real checkpoint saver: bare, through
+:class:`~agentstate_reducer.langgraph.ReducingCheckpointSaver`, and through it with
+``keep_checkpoints``, and reports what each stored, measured in the database itself;
+``--recall`` adds long-term memory (``StoreMemory`` and ``Recall``) to the bounded runs. It
+needs the ``[demo]`` extra (``pip install "agentstate-reducer[demo]"``); without it the
+command says so on one line.
 
 Modules, one concept each:
 
-* :mod:`~agentstate_reducer.demo.cli`: the options, the two runs, the exit statuses;
+* :mod:`~agentstate_reducer.demo.cli`: the options, the three runs, the exit statuses;
 * :mod:`~agentstate_reducer.demo.agent`: the tools, the scripted model, the graph and the
   loop that drives it;
 * :mod:`~agentstate_reducer.demo.backends`: SQLite, PostgreSQL and Cosmos DB savers and the
@@ -23,6 +25,9 @@ imports neither LangGraph nor LangChain.
 from __future__ import annotations
 
 from .agent import (
+    RECALL_ASK_TURN,
+    RECALL_FACT,
+    RECALL_FACT_TURN,
     SYSTEM_PROMPT,
     build_agent,
     calculate,
@@ -46,6 +51,7 @@ from .backends import (
     redact,
 )
 from .cli import (
+    DEFAULT_KEEP_CHECKPOINTS,
     DEFAULT_MAX_MESSAGES,
     DEFAULT_OUTPUT,
     DEFAULT_TURNS,
@@ -58,10 +64,13 @@ from .cli import (
 )
 from .errors import DEMO_INSTALL, DemoError
 from .report import (
+    RecallOutcome,
     RunResult,
     TurnSample,
     format_report,
     plot,
+    recall_line,
+    retention_line,
     sample_turns,
     summary_line,
     write_csv,
@@ -70,6 +79,7 @@ from .report import (
 __all__ = [
     "CONNECT_TIMEOUT",
     "COSMOS_ENV",
+    "DEFAULT_KEEP_CHECKPOINTS",
     "DEFAULT_MAX_MESSAGES",
     "DEFAULT_OUTPUT",
     "DEFAULT_TURNS",
@@ -77,10 +87,14 @@ __all__ = [
     "LOCK_TIMEOUT",
     "MIN_MAX_MESSAGES",
     "MIN_MAX_TOKENS",
+    "RECALL_ASK_TURN",
+    "RECALL_FACT",
+    "RECALL_FACT_TURN",
     "STATEMENT_TIMEOUT",
     "SYSTEM_PROMPT",
     "Backend",
     "DemoError",
+    "RecallOutcome",
     "RunResult",
     "SaverSpec",
     "TurnSample",
@@ -97,7 +111,9 @@ __all__ = [
     "parse_saver",
     "plot",
     "question",
+    "recall_line",
     "redact",
+    "retention_line",
     "run",
     "run_conversation",
     "run_from_args",

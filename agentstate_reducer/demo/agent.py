@@ -20,9 +20,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from .._progress import ProgressBar
-from .report import RunResult, TurnSample
+from .report import RecallOutcome, RunResult, TurnSample
 
 __all__ = [
+    "RECALL_ASK_TURN",
+    "RECALL_FACT",
+    "RECALL_FACT_TURN",
     "SYSTEM_PROMPT",
     "build_agent",
     "calculate",
@@ -96,8 +99,23 @@ def look_up(topic: str) -> str:
     return _FACTS.get(topic.strip().lower(), f"No entry for {topic!r}.")
 
 
-def question(turn: int) -> str:
-    """The human message of ``turn`` (1-based): arithmetic on odd turns, a fact on even ones."""
+RECALL_FACT = "my locker code is 4417"
+"""What the user tells the agent at :data:`RECALL_FACT_TURN` with ``--recall``."""
+RECALL_FACT_TURN = 5
+RECALL_ASK_TURN = 150
+"""With ``--recall`` the user asks for the fact at this turn (or the last, if sooner)."""
+
+
+def question(turn: int, *, recall_at: int | None = None) -> str:
+    """The human message of ``turn`` (1-based): arithmetic on odd turns, a fact on even ones.
+
+    With ``recall_at``, turn :data:`RECALL_FACT_TURN` tells the agent :data:`RECALL_FACT`
+    and turn ``recall_at`` asks for it back.
+    """
+    if recall_at is not None and turn == RECALL_FACT_TURN:
+        return f"Turn {turn}: please remember that {RECALL_FACT}."
+    if recall_at is not None and turn == recall_at:
+        return f"Turn {turn}: what was my locker code again?"
     if turn % 2:
         a, b, c = 11 + turn % 89, 3 + turn % 17, turn
         return f"Turn {turn}: what is {a} * {b} + {c}?"
@@ -107,6 +125,9 @@ def question(turn: int) -> str:
 
 _ASK_MATH = re.compile(r"what is (.+)\?$")
 _ASK_FACT = re.compile(r"tell me about (.+)\.$")
+_REMEMBER = re.compile(r"please remember that (.+)\.$")
+_ASK_MEMORY = re.compile(r"what was my locker code again\?$")
+_LOCKER_CODE = re.compile(r"locker code is (\d+)")
 
 
 def scripted_policy(messages: list[Any]) -> Any:
@@ -117,7 +138,9 @@ def scripted_policy(messages: list[Any]) -> Any:
 
     Returns:
         An ``AIMessage`` calling ``calculator`` or ``lookup`` when the last message is a
-        human question, else a text answer quoting the last tool result.
+        human question, else a text answer quoting the last tool result; a request to
+        remember something is acknowledged, and the question for it answered from the
+        messages the model was called with (a memory block included) or not at all.
     """
     from langchain_core.messages import HumanMessage, ToolMessage
 
@@ -126,6 +149,15 @@ def scripted_policy(messages: list[Any]) -> Any:
     last = messages[-1]
     if isinstance(last, HumanMessage):
         text = str(last.content)
+        if match := _REMEMBER.search(text):
+            return f"Noted: {match.group(1)}."
+        if _ASK_MEMORY.search(text):
+            # Answer only from what the model was given: the history it still holds, or a
+            # memory block Recall put in its input.
+            for earlier in reversed(messages[:-1]):
+                if found := _LOCKER_CODE.search(str(earlier.content)):
+                    return f"Your locker code is {found.group(1)}."
+            return "I do not know your locker code: it is not in what I was given."
         if match := _ASK_MATH.search(text):
             return tool_call("calculator", {"expression": match.group(1)})
         if match := _ASK_FACT.search(text):
@@ -159,23 +191,31 @@ def demo_model(tools: Sequence[Any]) -> Any:
     return ScriptedChatModel(script=[scripted_policy], cycle=True).bind_tools(list(tools))
 
 
-def build_agent(checkpointer: Any) -> Any:
+def build_agent(
+    checkpointer: Any, *, view: Callable[[list[Any], dict[str, Any]], list[Any]] | None = None
+) -> Any:
     """Compile the demo agent: ``agent -> tools -> agent -> end`` over ``MessagesState``.
 
     Args:
         checkpointer: The LangGraph checkpoint saver the graph stores its state in.
+        view: ``(messages, config) -> messages``: what the model is shown instead of the
+            state's messages (with ``--recall``: the reducer's view, memory block included).
 
     Returns:
         The compiled graph.
     """
+    from langchain_core.runnables import RunnableConfig
     from langgraph.graph import START, MessagesState, StateGraph
     from langgraph.prebuilt import ToolNode, tools_condition
 
     tools = demo_tools()
     model = demo_model(tools)
 
-    def agent(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [model.invoke(state["messages"])]}
+    def agent(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+        messages = state["messages"]
+        if view is not None:
+            messages = view(messages, dict(config))
+        return {"messages": [model.invoke(messages)]}
 
     builder: StateGraph[Any] = StateGraph(MessagesState)
     builder.add_node("agent", agent)
@@ -194,6 +234,8 @@ def run_conversation(
     label: str,
     *,
     progress: TextIO | None = None,
+    recall_at: int | None = None,
+    view: Callable[[list[Any], dict[str, Any]], list[Any]] | None = None,
 ) -> RunResult:
     """Drive the demo agent for ``turns`` turns on one thread, measuring after each.
 
@@ -204,19 +246,22 @@ def run_conversation(
         turns: How many turns to run.
         label: Names the run in the result and on the progress bar.
         progress: Where to draw the progress bar; stderr by default.
+        recall_at: Tell the agent :data:`RECALL_FACT` at turn :data:`RECALL_FACT_TURN` and
+            ask for it at this turn; the answer goes into the result.
+        view: What the model is shown (see :func:`build_agent`).
 
     Returns:
-        One sample per turn.
+        One sample per turn (and, with ``recall_at``, the recall's outcome).
     """
-    from langchain_core.messages import HumanMessage, SystemMessage
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-    graph = build_agent(checkpointer)
+    graph = build_agent(checkpointer, view=view)
     config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
     result = RunResult(label)
     bar = ProgressBar(turns, f"{label:>7}", stream=progress)
     try:
         for turn in range(1, turns + 1):
-            update: list[Any] = [HumanMessage(question(turn))]
+            update: list[Any] = [HumanMessage(question(turn, recall_at=recall_at))]
             if turn == 1:
                 update.insert(0, SystemMessage(SYSTEM_PROMPT))
             start = time.perf_counter()
@@ -224,6 +269,10 @@ def run_conversation(
             elapsed = time.perf_counter() - start
             stored = graph.get_state(config).values.get("messages", [])
             result.samples.append(TurnSample(turn, len(stored), measure(thread_id), elapsed))
+            if turn == recall_at:
+                answer = next(m for m in reversed(stored) if isinstance(m, AIMessage))
+                held = any(RECALL_FACT in str(m.content) for m in stored[:-2])
+                result.recall = RecallOutcome(turn, str(answer.content), held)
             bar.update()
     finally:
         bar.close()

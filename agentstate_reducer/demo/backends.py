@@ -1,10 +1,11 @@
 """Where the demo stores checkpoints, and how it asks each database what a thread takes.
 
 Backends (``--saver``): ``sqlite`` (the default; files in a temporary directory, deleted at
-exit), a PostgreSQL connection string (``PostgresSaver``; tables created by its
-``setup()``, the demo's two threads deleted at the end), or ``cosmosdb``
-(``agentstate_cosmosdb.CosmosDBSaver``, endpoint and key from ``COSMOSDB_ENDPOINT`` and
-``COSMOSDB_KEY``; the demo's two threads deleted at the end).
+exit; ``SqliteSaver`` is given the ``prune`` it lacks, for ``keep_checkpoints``), a
+PostgreSQL connection string (``PostgresSaver``; tables created by its ``setup()``, the
+demo's threads deleted at the end), or ``cosmosdb`` (``agentstate_cosmosdb.CosmosDBSaver``,
+endpoint and key from ``COSMOSDB_ENDPOINT`` and ``COSMOSDB_KEY``; the demo's threads deleted
+at the end).
 
 Each driver is imported only when its backend is opened: the core package never imports
 ``agentstate_cosmosdb``, and a missing driver is a one-line :class:`DemoError` naming the
@@ -289,10 +290,44 @@ SELECT
 """
 
 
+#: keep_latest for SqliteSaver's two tables: each namespace's newest checkpoint stays (its
+#: id is the largest: LangGraph's checkpoint ids grow with time), and the writes of the
+#: checkpoints that go, go with them.
+_SQLITE_PRUNE = (
+    """DELETE FROM checkpoints WHERE thread_id = :t AND checkpoint_id < (
+         SELECT MAX(newest.checkpoint_id) FROM checkpoints AS newest
+         WHERE newest.thread_id = :t AND newest.checkpoint_ns = checkpoints.checkpoint_ns)""",
+    """DELETE FROM writes WHERE thread_id = :t AND NOT EXISTS (
+         SELECT 1 FROM checkpoints AS kept WHERE kept.thread_id = :t
+         AND kept.checkpoint_ns = writes.checkpoint_ns
+         AND kept.checkpoint_id = writes.checkpoint_id)""",
+)
+
+
+def _pruning_sqlite_saver(conn: sqlite3.Connection) -> Any:
+    """A ``SqliteSaver`` with the ``prune(strategy="keep_latest")`` that
+    langgraph-checkpoint-sqlite does not have, so ``keep_checkpoints`` runs on the demo's
+    default backend too (the demo's graph holds no ``DeltaChannel``, whose history a
+    prune could cut)."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    class PruningSqliteSaver(SqliteSaver):
+        def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+            if strategy != "keep_latest":
+                raise NotImplementedError(
+                    f"the demo's SQLite saver prunes keep_latest only, not {strategy!r}"
+                )
+            with self.cursor() as cur:
+                for thread_id in thread_ids:
+                    for statement in _SQLITE_PRUNE:
+                        cur.execute(statement, {"t": str(thread_id)})
+
+    return PruningSqliteSaver(conn)
+
+
 @contextlib.contextmanager
 def _sqlite_backend(path: Path) -> Iterator[Backend]:
     require((("langgraph.checkpoint.sqlite", "langgraph-checkpoint-sqlite"),))
-    from langgraph.checkpoint.sqlite import SqliteSaver
 
     try:
         conn = sqlite3.connect(str(path), check_same_thread=False)
@@ -300,7 +335,7 @@ def _sqlite_backend(path: Path) -> Iterator[Backend]:
         # it every put waits for an fsync, and the timings measure the disk, not the saver.
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        saver = SqliteSaver(conn)
+        saver = _pruning_sqlite_saver(conn)
         saver.setup()
     except sqlite3.Error as exc:
         raise DemoError(f"cannot create the SQLite database {str(path)!r}: {exc}") from exc

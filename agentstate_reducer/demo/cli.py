@@ -1,11 +1,20 @@
-"""The ``agentstate-reducer demo`` command: options, the two runs, and what it prints.
+"""The ``agentstate-reducer demo`` command: options, the three runs, and what it prints.
 
-The same scripted conversation runs twice on a real checkpoint saver: once with the saver
-as it is, once wrapped in
-:class:`~agentstate_reducer.langgraph.saver.ReducingCheckpointSaver`. After every turn the
-demo reads from the database how many bytes the thread occupies and how many messages its
-newest checkpoint holds, then prints a table of sample turns, a closing line with the
-ratios, a CSV of every turn and, when matplotlib is installed, a PNG plot.
+The same scripted conversation runs three times on a real checkpoint saver: with the saver
+as it is ("bare"), wrapped in
+:class:`~agentstate_reducer.langgraph.saver.ReducingCheckpointSaver` ("bounded": each
+checkpoint holds a bounded list, but the thread still gains a checkpoint per step), and
+wrapped with ``keep_checkpoints`` too ("retained": the thread keeps its newest
+checkpoints, so its size stays flat). After every turn the demo reads from the database
+how many bytes the thread occupies and how many messages its newest checkpoint holds,
+then prints a table of sample turns, closing lines with the ratios, a CSV of every turn
+and, when matplotlib is installed, a PNG plot.
+
+``--recall`` adds long-term memory to the bounded runs: what leaves the list goes into a
+LangGraph ``InMemoryStore`` (:class:`~agentstate_reducer.langgraph.StoreMemory`, with a
+deterministic word-hash embedding: no network), and the model is shown the reducer's
+view, into which :class:`~agentstate_reducer.policy.Recall` brings back what the question
+needs; the user tells the agent a fact at turn 5 and asks for it at turn 150.
 
 Before anything runs, the packages the demo imports are checked: on an install without the
 ``[demo]`` extra the command prints one line naming it and exits with status 1.
@@ -15,16 +24,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
 import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..config import ReducerConfig
 from ..reducer import MessageReducer
-from .agent import run_conversation
+from .agent import RECALL_ASK_TURN, RECALL_FACT_TURN, run_conversation
 from .backends import (
     CONNECT_TIMEOUT,
     LOCK_TIMEOUT,
@@ -37,6 +47,7 @@ from .errors import DEMO_INSTALL, DemoError, require
 from .report import RunResult, format_report, plot, write_csv
 
 __all__ = [
+    "DEFAULT_KEEP_CHECKPOINTS",
     "DEFAULT_MAX_MESSAGES",
     "DEFAULT_OUTPUT",
     "DEFAULT_TURNS",
@@ -49,6 +60,8 @@ __all__ = [
 
 DEFAULT_TURNS = 200
 DEFAULT_MAX_MESSAGES = 40
+DEFAULT_KEEP_CHECKPOINTS = 20
+"""Puts to a thread between two prunes to its newest checkpoint, in the third run."""
 DEFAULT_OUTPUT = "demo-output"
 MIN_MAX_MESSAGES = 4
 """The smallest ``--max-messages``: one turn of the demo adds four messages."""
@@ -122,6 +135,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"token bound instead: prune above N tokens down to N/2 (at least {MIN_MAX_TOKENS})",
     )
     parser.add_argument(
+        "--keep-checkpoints",
+        type=_int_at_least(1),
+        default=DEFAULT_KEEP_CHECKPOINTS,
+        metavar="N",
+        help="the third run also prunes the thread to its newest checkpoint every N puts "
+        f"(keep_checkpoints; default {DEFAULT_KEEP_CHECKPOINTS})",
+    )
+    parser.add_argument(
+        "--recall",
+        action="store_true",
+        help=f"tell the agent a fact at turn {RECALL_FACT_TURN} and ask for it at turn "
+        f"{RECALL_ASK_TURN} (or the last): the bounded runs keep what they prune in a store "
+        "(StoreMemory) and bring it back into the model's view (Recall)",
+    )
+    parser.add_argument(
         "--output",
         type=Path,
         default=Path(DEFAULT_OUTPUT),
@@ -170,7 +198,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         require((("langgraph.checkpoint.sqlite", "langgraph-checkpoint-sqlite"),))
     from ..langgraph import ReducingCheckpointSaver
 
-    reducer, bound = make_reducer(args)
+    keep: int = args.keep_checkpoints
+    recall_at = _recall_turn(args)
     output: Path = args.output
     csv_path, png_path = output / "demo.csv", output / "demo.png"
     _check_writable(output, (csv_path, png_path))
@@ -178,15 +207,27 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     run_id = uuid.uuid4().hex[:8]
     runs: dict[str, RunResult] = {}
     with tempfile.TemporaryDirectory(prefix="agentstate-demo-") as tmp:
-        for label in ("bare", "bounded"):
+        for label in ("bare", "bounded", "retained"):
             thread = f"agentstate-demo-{run_id}-{label}"
+            reducer, bound = make_reducer(args)
+            view = None
+            if recall_at is not None and label != "bare":
+                reducer, view = _with_memory(args, thread)
             with open_backend(spec, label, Path(tmp)) as backend:
                 saver = backend.saver
                 if label == "bounded":
                     saver = ReducingCheckpointSaver(saver, reducer)
+                elif label == "retained":
+                    saver = ReducingCheckpointSaver(saver, reducer, keep_checkpoints=keep)
                 try:
                     runs[label] = run_conversation(
-                        saver, backend.measure, thread, args.turns, label
+                        saver,
+                        backend.measure,
+                        thread,
+                        args.turns,
+                        label,
+                        recall_at=recall_at,
+                        view=view,
                     )
                 except BaseException:
                     # Still try to delete the thread, but report what stopped the run: the
@@ -197,16 +238,20 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                     raise
                 backend.cleanup([thread])
 
-    bare, bounded = runs["bare"], runs["bounded"]
-    format_report(bare, bounded, spec, bound, out)
-    title = f"{args.turns} turns on {spec.title}: bare vs ReducingCheckpointSaver ({bound})"
+    bare, bounded, retained = runs["bare"], runs["bounded"], runs["retained"]
+    _, bound = make_reducer(args)
+    format_report(bare, bounded, spec, bound, out, retained=retained, keep=keep)
+    title = (
+        f"{args.turns} turns on {spec.title}: bare vs ReducingCheckpointSaver ({bound}), "
+        f"and with keep_checkpoints={keep}"
+    )
     # Checked before the runs, but the disk can still fill up or the directory go away.
     try:
-        write_csv(bare, bounded, csv_path)
+        write_csv(bare, bounded, csv_path, retained)
     except OSError as exc:
         raise DemoError(f"cannot write {str(csv_path)!r}: {_reason(exc)}") from exc
     try:
-        plotted = plot(bare, bounded, title, png_path)
+        plotted = plot(bare, bounded, title, png_path, retained)
     except OSError as exc:
         raise DemoError(f"cannot write {str(png_path)!r}: {_reason(exc)}") from exc
     if plotted:
@@ -215,6 +260,57 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         out.write(f"Wrote {csv_path}. For the plot, install matplotlib: {DEMO_INSTALL}\n")
     out.flush()
     return 0
+
+
+def _recall_turn(args: argparse.Namespace) -> int | None:
+    """The turn that asks for the fact (``--recall``), or None.
+
+    Raises:
+        DemoError: The run is too short to tell the fact and ask for it later.
+    """
+    if not args.recall:
+        return None
+    if args.turns <= RECALL_FACT_TURN:
+        raise DemoError(
+            f"--recall tells the agent a fact at turn {RECALL_FACT_TURN} and asks for it "
+            f"later: use --turns {RECALL_FACT_TURN + 1} or more"
+        )
+    turns: int = args.turns
+    return min(RECALL_ASK_TURN, turns)
+
+
+def _with_memory(args: argparse.Namespace, thread: str) -> tuple[MessageReducer, Any]:
+    """A reducer of the options' bound that keeps what it prunes in a store, and the view
+    (``(messages, config) -> messages``) the model is shown: the reducer's, where
+    ``Recall`` brings memories back.
+
+    The store is an ``InMemoryStore`` whose index embeds with a deterministic word-hash
+    embedding (no model, no network); the memories go under the user's namespace.
+    """
+    from langgraph.store.memory import InMemoryStore
+
+    from ..langgraph import Recall, StoreMemory
+    from ..langgraph.testing import HashedWordEmbeddings
+    from ..policy import DropOldest
+
+    store = InMemoryStore(
+        index={"dims": 256, "embed": HashedWordEmbeddings(256), "fields": ["text"]}
+    )
+    namespace = ("demo-memories", thread)
+    base, _ = make_reducer(args)
+    memory = StoreMemory(store, namespace=namespace, index=["text"])
+    reducer = MessageReducer(config=dataclasses.replace(base.config, on_prune=[memory]))
+    # The view bounds what the model sees the same way, after Recall added its block.
+    viewer = MessageReducer(
+        config=dataclasses.replace(
+            base.config, policy=[Recall(store, namespace=namespace, k=2), DropOldest()]
+        )
+    )
+
+    def view(messages: list[Any], config: dict[str, Any]) -> list[Any]:
+        return viewer.view(messages).surviving or messages
+
+    return reducer, view
 
 
 def _reason(exc: OSError) -> str:

@@ -16,10 +16,13 @@ if TYPE_CHECKING:
     from .backends import SaverSpec
 
 __all__ = [
+    "RecallOutcome",
     "RunResult",
     "TurnSample",
     "format_report",
     "plot",
+    "recall_line",
+    "retention_line",
     "sample_turns",
     "summary_line",
     "write_csv",
@@ -43,17 +46,36 @@ class TurnSample:
     seconds: float
 
 
+@dataclass(frozen=True)
+class RecallOutcome:
+    """How a run answered the question for the fact told at turn 5 (``--recall``).
+
+    Attributes:
+        turn: The turn that asked.
+        answer: What the model answered.
+        in_state: Whether the stored list still held the fact when it was asked (else only
+            a memory block could have brought it back).
+    """
+
+    turn: int
+    answer: str
+    in_state: bool
+
+
 @dataclass
 class RunResult:
     """One run of the conversation.
 
     Attributes:
-        label: ``"bare"`` or ``"bounded"``.
+        label: ``"bare"``, ``"bounded"`` or ``"retained"`` (bounded, with
+            ``keep_checkpoints``).
         samples: One sample per turn, in order.
+        recall: With ``--recall``, how the run answered the question for the fact.
     """
 
     label: str
     samples: list[TurnSample] = field(default_factory=list)
+    recall: RecallOutcome | None = None
 
     @property
     def last(self) -> TurnSample:
@@ -147,8 +169,56 @@ def summary_line(bare: RunResult, bounded: RunResult) -> str:
     )
 
 
+def retention_line(bare: RunResult, retained: RunResult, keep: int) -> str:
+    """The sentence on the run bounded with ``keep_checkpoints``: its size after the last
+    turn, the most it held after any turn of the second half (flat when that is no more
+    than after the first half), and how it compares with the bare run."""
+    turns = len(retained.samples)
+    sizes = [s.stored_bytes for s in retained.samples]
+    half = max(1, turns // 2)
+    first, second = max(sizes[:half]), max(sizes[half:] or sizes)
+    shape = "flat" if second <= first * 1.1 else f"still growing: {_size(first)} -> {_size(second)}"
+    stored = _compared(
+        bare.last.stored_bytes, retained.last.stored_bytes, "less", "more", ("about the same")
+    )
+    return (
+        f"With keep_checkpoints={keep} the thread stores {_size(retained.last.stored_bytes)} "
+        f"after {_plural(turns, 'turn')}, at most {_size(second)} after any turn of the "
+        f"second half against {_size(first)} in the first ({shape}): "
+        f"{stored or 'nothing to compare'} stored than bare."
+    )
+
+
+def recall_line(result: RunResult) -> str | None:
+    """What a run answered when asked for the fact told at turn 5 (``--recall``)."""
+    outcome = result.recall
+    if outcome is None:
+        return None
+    where = (
+        "the stored list still held the fact"
+        if outcome.in_state
+        else "the fact had left the stored list long before"
+    )
+    return f"{result.label} at turn {outcome.turn} ({where}): {outcome.answer!r}"
+
+
+_NAMES = {
+    "bare": "bare saver",
+    "bounded": "ReducingCheckpointSaver",
+    "retained": "ReducingCheckpointSaver + keep_checkpoints",
+}
+_COLOURS = {"bare": "tab:red", "bounded": "tab:blue", "retained": "tab:green"}
+
+
 def format_report(
-    bare: RunResult, bounded: RunResult, spec: SaverSpec, bound: str, out: TextIO
+    bare: RunResult,
+    bounded: RunResult,
+    spec: SaverSpec,
+    bound: str,
+    out: TextIO,
+    *,
+    retained: RunResult | None = None,
+    keep: int | None = None,
 ) -> None:
     """Write the table of sample turns and the closing lines to ``out``.
 
@@ -158,62 +228,85 @@ def format_report(
         spec: The storage backend, named in the header.
         bound: The reducer's bound, in words.
         out: Where to write.
+        retained: The run through ReducingCheckpointSaver with ``keep_checkpoints``.
+        keep: Its ``keep_checkpoints``.
     """
     turns = len(bare.samples)
+    also = f" and with keep_checkpoints={keep} (retained)" if retained is not None else ""
     out.write(
         f"\n{turns} turns of a tool-calling LangGraph agent on {spec.title}: bare saver vs "
-        f"ReducingCheckpointSaver ({bound})\n"
+        f"ReducingCheckpointSaver ({bound}){also}\n"
         f"messages = in the thread's newest checkpoint; stored = {spec.measured}, after the "
         "turn; ms/turn = graph.invoke wall time\n\n"
     )
+    third = retained is not None
     header = (
         f"{'turn':>6}  {'messages bare':>13} {'bounded':>8}  {'stored bare':>12} "
-        f"{'bounded':>11}  {'ms/turn bare':>12} {'bounded':>8}"
+        f"{'bounded':>11}" + (f" {'retained':>11}" if third else "") + "  "
+        f"{'ms/turn bare':>12} {'bounded':>8}" + (f" {'retained':>8}" if third else "")
     )
     out.write(header + "\n" + "-" * len(header) + "\n")
     for turn in sample_turns(turns):
         a, b = bare.samples[turn - 1], bounded.samples[turn - 1]
+        c = retained.samples[turn - 1] if retained is not None else None
         out.write(
             f"{turn:>6}  {a.messages:>13} {b.messages:>8}  {_size(a.stored_bytes):>12} "
-            f"{_size(b.stored_bytes):>11}  {a.seconds * 1000:>12.1f} {b.seconds * 1000:>8.1f}\n"
+            f"{_size(b.stored_bytes):>11}"
+            + (f" {_size(c.stored_bytes):>11}" if c is not None else "")
+            + f"  {a.seconds * 1000:>12.1f} {b.seconds * 1000:>8.1f}"
+            + (f" {c.seconds * 1000:>8.1f}" if c is not None else "")
+            + "\n"
         )
     out.write("\n" + summary_line(bare, bounded) + "\n")
+    if retained is not None and keep is not None:
+        out.write(retention_line(bare, retained, keep) + "\n")
+    lines = [line for run in (bare, bounded, retained) if run and (line := recall_line(run))]
+    if lines:
+        out.write("\nAsked at the end for the fact told at turn 5:\n")
+        for line in lines:
+            out.write(f"  {line}\n")
 
 
-def write_csv(bare: RunResult, bounded: RunResult, path: Path) -> None:
-    """Write every turn of both runs to ``path`` as CSV."""
+def write_csv(
+    bare: RunResult, bounded: RunResult, path: Path, retained: RunResult | None = None
+) -> None:
+    """Write every turn of the runs to ``path`` as CSV."""
+    runs = [bare, bounded] if retained is None else [bare, bounded, retained]
+    labels = [run.label for run in runs]
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(
             [
                 "turn",
-                "messages_bare",
-                "messages_bounded",
-                "stored_bytes_bare",
-                "stored_bytes_bounded",
-                "ms_bare",
-                "ms_bounded",
+                *(f"messages_{label}" for label in labels),
+                *(f"stored_bytes_{label}" for label in labels),
+                *(f"ms_{label}" for label in labels),
             ]
         )
-        for a, b in zip(bare.samples, bounded.samples, strict=True):
+        for samples in zip(*(run.samples for run in runs), strict=True):
             writer.writerow(
                 [
-                    a.turn,
-                    a.messages,
-                    b.messages,
-                    a.stored_bytes,
-                    b.stored_bytes,
-                    f"{a.seconds * 1000:.3f}",
-                    f"{b.seconds * 1000:.3f}",
+                    samples[0].turn,
+                    *(s.messages for s in samples),
+                    *(s.stored_bytes for s in samples),
+                    *(f"{s.seconds * 1000:.3f}" for s in samples),
                 ]
             )
 
 
-def plot(bare: RunResult, bounded: RunResult, title: str, path: Path) -> bool:
+def plot(
+    bare: RunResult,
+    bounded: RunResult,
+    title: str,
+    path: Path,
+    retained: RunResult | None = None,
+) -> bool:
     """Draw stored bytes per turn to ``path`` (PNG); False when matplotlib is missing.
 
     Left: bytes the database grew by in each turn (the bare run's line against the
-    bounded run's sawtooth). Right: the thread's total size after each turn.
+    bounded runs' sawtooth). Right: the thread's total size after each turn: the bare run
+    grows with the square of the turns, the bounded one linearly, the one with
+    ``keep_checkpoints`` stays flat.
     """
     try:
         import matplotlib
@@ -224,8 +317,9 @@ def plot(bare: RunResult, bounded: RunResult, title: str, path: Path) -> bool:
         return False
     turns = [s.turn for s in bare.samples]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for result, style in ((bare, "tab:red"), (bounded, "tab:blue")):
-        name = "bare saver" if result.label == "bare" else "ReducingCheckpointSaver"
+    runs = [bare, bounded] if retained is None else [bare, bounded, retained]
+    for result in runs:
+        name, style = _NAMES.get(result.label, result.label), _COLOURS.get(result.label)
         left.plot(turns, [b / 1024 for b in result.per_turn_bytes()], color=style, label=name)
         right.plot(
             turns, [s.stored_bytes / 1024**2 for s in result.samples], color=style, label=name

@@ -13,6 +13,9 @@
   thread stored before the wrapper was added (:mod:`.compact`).
 * :class:`LLMSummarizer`: a ready ``summarize_fn`` on any LangChain chat model, sync and
   async (:mod:`.summarizers`).
+* :class:`StoreMemory`: an ``on_prune`` hook writing what leaves the list into any
+  LangGraph store (:mod:`.store`); :class:`Recall` (from :mod:`agentstate_reducer.policy`)
+  brings it back into the model's view when a question needs it.
 * :mod:`.testing`: ``ScriptedChatModel``, a chat model that answers from a script.
 """
 
@@ -29,10 +32,12 @@ try:
     from .nodes import create_reduction_node, create_reduction_step_node, messages_update
     from .reduction import CheckpointReduction
     from .retention import CheckpointRetention
+    from .store import StoreMemory
     from .summarizers import LLMSummarizer
     from .wrapper import ReducingCheckpointSaver
 except ImportError as exc:
     raise missing_extra("agentstate_reducer.langgraph", "langgraph", exc) from exc
+from ..steps.recall import Recall
 
 if TYPE_CHECKING:
     from .agents import AgentMode, ReducerMiddleware, make_pre_model_hook
@@ -46,8 +51,10 @@ __all__ = [
     "CheckpointRetention",
     "LLMSummarizer",
     "MergeMode",
+    "Recall",
     "ReducerMiddleware",
     "ReducingCheckpointSaver",
+    "StoreMemory",
     "acompact_thread",
     "compact_thread",
     "create_reduction_node",

@@ -112,9 +112,9 @@ def _bounded_view(
     namespace: Any = None,
 ) -> list[Any]:
     """The messages the model should see: the reducer's policy run on a copy (clearing,
-    compressing, pruning; no summary, no hooks, the state untouched). A list within the
-    bound comes back as it is."""
-    if not reducer.limits.may_prune(len(messages)):
+    compressing, pruning, recalling; no summary, no hooks, the state untouched). A list
+    within the bound comes back as it is, unless a view-only step (``Recall``) adds to it."""
+    if not reducer.adds_to_view and not reducer.limits.may_prune(len(messages)):
         return messages  # count mode, within max_messages: nothing to read
     surviving = reducer.view(messages, namespace, on_prune_error=on_prune_error).surviving
     return surviving if surviving else messages
@@ -126,8 +126,8 @@ async def _abounded_view(
     on_prune_error: OnPruneError,
     namespace: Any = None,
 ) -> list[Any]:
-    """Async :func:`_bounded_view` (coroutine compressors and scorers awaited)."""
-    if not reducer.limits.may_prune(len(messages)):
+    """Async :func:`_bounded_view` (coroutine compressors, scorers and stores awaited)."""
+    if not reducer.adds_to_view and not reducer.limits.may_prune(len(messages)):
         return messages
     result = await reducer.aview(messages, namespace, on_prune_error=on_prune_error)
     return result.surviving if result.surviving else messages
@@ -351,7 +351,10 @@ def make_pre_model_hook(
         result, update = reduction_update(bound, messages, config, on_prune_error=on_prune_error)
         if kept(result):  # an outage: the state stays unpruned, the model gets the view
             return output(_bounded_view(bound, messages, on_prune_error, namespace), update)
-        return output(result.surviving or messages, update)
+        shown = result.surviving or messages
+        if bound.adds_to_view:  # Recall: the model sees the view of the bounded list
+            shown = _bounded_view(bound, shown, on_prune_error, namespace)
+        return output(shown, update)
 
     async def apre_model_hook(state: Any, config: RunnableConfig) -> dict[str, list[Any]]:
         messages = messages_of(state)
@@ -365,6 +368,9 @@ def make_pre_model_hook(
         if kept(result):
             view = await _abounded_view(bound, messages, on_prune_error, namespace)
             return output(view, update)
-        return output(result.surviving or messages, update)
+        shown = result.surviving or messages
+        if bound.adds_to_view:
+            shown = await _abounded_view(bound, shown, on_prune_error, namespace)
+        return output(shown, update)
 
     return RunnableLambda(pre_model_hook, afunc=apre_model_hook, name="pre_model_hook")

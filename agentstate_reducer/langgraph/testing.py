@@ -14,12 +14,15 @@ history badly fails loudly instead of passing silently.
 
 from __future__ import annotations
 
+import hashlib
+import math
 import threading
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -29,7 +32,15 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr, field_validator
 from typing_extensions import override
 
-__all__ = ["ProviderRejectedError", "ScriptedChatModel", "provider_errors", "tool_call"]
+from ..steps.relevance import terms
+
+__all__ = [
+    "HashedWordEmbeddings",
+    "ProviderRejectedError",
+    "ScriptedChatModel",
+    "provider_errors",
+    "tool_call",
+]
 
 Reply = AIMessage | str
 """One scripted answer: a message, or plain text for an ``AIMessage``."""
@@ -128,6 +139,11 @@ class ScriptedChatModel(BaseChatModel):
         cycle: Restart the script instead of raising when it runs out.
         strict: Raise ``ProviderRejectedError`` when called with messages that
             ``provider_errors`` reports, as a provider would.
+        input_tokens: ``(messages, tools) -> int``: when set, each answer reports
+            ``usage_metadata`` as a provider does, ``input_tokens`` being what this
+            returns for the messages the model was called with and the tool schemas it
+            was bound to (OpenAI form), so calibration can be tried without a provider
+            (count them with a real tokenizer, such as tiktoken's ``o200k_base``).
 
     Raises:
         pydantic.ValidationError: A script step is not an ``AIMessage``, a string or a
@@ -138,6 +154,7 @@ class ScriptedChatModel(BaseChatModel):
     """The answers, in order: ``ScriptStep`` values (checked when the model is built)."""
     cycle: bool = False
     strict: bool = True
+    input_tokens: Callable[[list[BaseMessage], list[dict[str, Any]]], int] | None = None
 
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _cursor: int = PrivateAttr(default=0)
@@ -201,8 +218,17 @@ class ScriptedChatModel(BaseChatModel):
             step = self.script[self._cursor]
             self._cursor += 1
             self._calls.append(list(messages))
-        reply = step(list(messages)) if callable(step) else step
-        return ChatResult(generations=[ChatGeneration(message=_as_ai_message(reply))])
+        reply = _as_ai_message(step(list(messages)) if callable(step) else step)
+        if self.input_tokens is not None:
+            used = self.input_tokens(list(messages), list(kwargs.get("tools") or []))
+            output = max(1, len(str(reply.content)) // 4)
+            usage: Any = {
+                "input_tokens": used,
+                "output_tokens": output,
+                "total_tokens": used + output,
+            }
+            reply.usage_metadata = usage
+        return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
 def _as_ai_message(reply: Reply) -> AIMessage:
@@ -212,3 +238,39 @@ def _as_ai_message(reply: Reply) -> AIMessage:
         {**call, "id": call["id"] or f"call_{uuid.uuid4().hex[:16]}"} for call in reply.tool_calls
     ]
     return reply.model_copy(update={"tool_calls": calls}, deep=True)
+
+
+class HashedWordEmbeddings(Embeddings):
+    """A deterministic LangChain ``Embeddings``: each text is the counts of its words hashed
+    into ``dims`` buckets, normalised; words as ``SelectRelevant``'s BM25 reads them
+    (lowercased, English stopwords left out, a light stem, numbers kept).
+
+    Texts that share words point the same way, so similarity search works on word overlap,
+    with no model, no download and no network: for tests, demos and benchmarks of semantic
+    memory (``InMemoryStore(index={"embed": HashedWordEmbeddings(), "dims": 256})``). It
+    knows no synonyms; a real embedding model does.
+
+    Args:
+        dims: The vectors' length.
+    """
+
+    def __init__(self, dims: int = 256) -> None:
+        self.dims = dims
+
+    def _vector(self, text: str) -> list[float]:
+        vector = [0.0] * self.dims
+        for word in terms(text):
+            digest = hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8)
+            vector[int.from_bytes(digest.digest(), "big") % self.dims] += 1.0
+        if not any(vector):
+            vector[0] = 1.0  # a text of no words: one fixed direction (a zero vector has none)
+        norm = math.sqrt(sum(x * x for x in vector))
+        return [x / norm for x in vector]
+
+    @override
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(text) for text in texts]
+
+    @override
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)

@@ -60,6 +60,12 @@ SUMMARY_SOURCE = "summarization"
 #: marks a summary by this header.
 SUMMARY_HEADER = "Summary of the earlier conversation:\n"
 
+#: The ``lc_source`` of memory blocks (what ``Recall`` inserts into a model's view).
+MEMORY_SOURCE = "recall"
+
+#: The first line of a memory block's text; the mark where a format has no metadata slot.
+MEMORY_HEADER = "Memories from earlier conversations that may help:\n"
+
 #: How a legacy function call's link key starts (see :func:`function_call_key`).
 FUNCTION_CALL_KEY_PREFIX = "function_call:"
 
@@ -127,7 +133,9 @@ class MessageView(NamedTuple):
     """The first of :attr:`results_for` (None when the message answers no call); kept for
     code written when a message could answer one call only."""
     summary: bool = False
-    """Whether the message is a summary block (see :func:`~.reader.is_summary`)."""
+    """Whether the message is a block the reducer inserted: a summary block (see
+    :func:`~.reader.is_summary`) or a memory block (:func:`~.reader.is_memory`); either is
+    kept as a block, never pruned as an ordinary message, and starts no user turn."""
     results_for: tuple[str, ...] = ()
     """The ids (or :func:`function_call_key` s) of every call the message answers: one
     for a Chat tool message, several for an Anthropic, Bedrock or Gemini user message that
@@ -179,6 +187,14 @@ COMBINED_RESULT = "[condensed together with the first result of this message]"
 #: The text of the second message of a two-message summary block (see
 #: :func:`block_sides`): marked by the header too, so that it is folded with the summary.
 SUMMARY_FILLER = SUMMARY_HEADER + "(see the previous message)"
+
+#: The second message of a two-message memory block, as :data:`SUMMARY_FILLER` is of a
+#: summary block's.
+MEMORY_FILLER = MEMORY_HEADER + "(see the previous message)"
+
+#: The headers that mark a block the reducer inserted (a summary, memories): such a
+#: message's view is a block (``MessageView.summary``), never an ordinary user turn.
+BLOCK_HEADERS = (SUMMARY_HEADER, MEMORY_HEADER)
 
 
 class MessageFormat:
@@ -366,10 +382,11 @@ class Parsed:
         self.slots.append(Slot("result", path, text))
 
     def header_marked(self) -> bool:
-        """Whether the first text slot starts with :data:`SUMMARY_HEADER`."""
+        """Whether the first text slot starts with :data:`SUMMARY_HEADER` or
+        :data:`MEMORY_HEADER` (a block the reducer inserted)."""
         for slot in self.slots:
             if slot.kind == "text":
-                return slot.text.startswith(SUMMARY_HEADER)
+                return slot.text.startswith(BLOCK_HEADERS)
         return False
 
 

@@ -40,6 +40,8 @@ from .base import (
     CHAT,
     FUNCTION,
     HUMAN,
+    MEMORY_HEADER,
+    MEMORY_SOURCE,
     PLAIN,
     ROLE_ALIASES,
     SUMMARY_HEADER,
@@ -271,6 +273,17 @@ def is_summary(msg: Any) -> bool:
     return isinstance(found, str) and found.startswith(SUMMARY_HEADER)
 
 
+def is_memory(msg: Any) -> bool:
+    """A memory block: ``lc_source == "recall"``, or a dict whose text starts with
+    :data:`~.base.MEMORY_HEADER`."""
+    if source(msg) == MEMORY_SOURCE:
+        return True
+    if not is_mapping(msg):
+        return False
+    found = content(msg)
+    return isinstance(found, str) and found.startswith(MEMORY_HEADER)
+
+
 def block_calls(blocks: list[Any], known: Sequence[str]) -> list[str]:
     """Ids of the call blocks (``tool_use``, ``tool_call``) not in ``known``."""
     found: list[str] = []
@@ -328,7 +341,7 @@ class ChatFormat(MessageFormat):
         :func:`~.reader.read_view`, follows)."""
         role = self.role(msg)
         ident = message_id(msg)
-        summary = is_summary(msg)
+        summary = is_summary(msg) or is_memory(msg)
         found = content(msg)
         blocks = found if isinstance(found, list) else None
         if role == AI:
@@ -360,7 +373,7 @@ class ChatFormat(MessageFormat):
         role = self.role(msg)
         parsed = Parsed(role, raw_role(msg), CHAT)
         parsed.id = message_id(msg)
-        parsed.summary = is_summary(msg)
+        parsed.summary = is_summary(msg) or is_memory(msg)
         found = content(msg)
         parsed.content = found
         if role == AI:

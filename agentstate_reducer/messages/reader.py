@@ -27,11 +27,14 @@ import agentstate_reducer.messages.chat as chat
 
 from .base import (
     AI,
+    BLOCK_HEADERS,
     CHAT,
     COMBINED_RESULT,
     FUNCTION,
     FUNCTION_CALL_KEY_PREFIX,
     HUMAN,
+    MEMORY_HEADER,
+    MEMORY_SOURCE,
     PLAIN,
     ROLE_ALIASES,
     SUMMARY_HEADER,
@@ -48,6 +51,9 @@ from .blocks import CALL_BLOCKS, RESULT_BLOCKS
 from .chat import ChatFormat, is_serialized, normalise
 from .detect import reader_of
 from .responses import ITEM_TYPES
+
+#: The ``lc_source`` values of the blocks the reducer inserts (summaries, memories).
+_BLOCK_SOURCES = (SUMMARY_SOURCE, MEMORY_SOURCE)
 
 __all__ = [
     "AI",
@@ -354,10 +360,30 @@ def is_summary(msg: Any) -> bool:
     fmt = _reader(msg)
     if fmt is None or _chat(fmt):
         return chat.is_summary(msg)
+    return _first_text_starts(fmt, msg, SUMMARY_HEADER)
+
+
+def is_memory(msg: Any) -> bool:
+    """Whether ``msg`` is a memory block :class:`~agentstate_reducer.policy.Recall` put in
+    a model's view: marked ``lc_source == "recall"``, or, where the format has no metadata
+    slot a provider accepts, by its text starting with :data:`MEMORY_HEADER`. Reads, never
+    raises."""
+    fmt = _reader(msg)
+    if fmt is None or _chat(fmt):
+        try:
+            return chat.is_memory(msg)
+        except (TypeError, AttributeError):
+            return False
+    return _first_text_starts(fmt, msg, MEMORY_HEADER)
+
+
+def _first_text_starts(fmt: MessageFormat, msg: Any, header: str) -> bool:
     try:
-        return fmt.parse(msg).summary
+        slots = fmt.parse(msg).slots
     except TypeError:
         return False
+    text = next((slot.text for slot in slots if slot.kind == "text"), None)
+    return text is not None and text.startswith(header)
 
 
 def fingerprint(msg: Any) -> str:
@@ -472,7 +498,7 @@ def read_view(msg: Any) -> MessageView:
         extra = getattr(msg, "additional_kwargs", None)
         if extra is not None and type(extra) is not dict:
             return general_view(msg)
-        summary = type(extra) is dict and extra.get("lc_source") == SUMMARY_SOURCE
+        summary = type(extra) is dict and extra.get("lc_source") in _BLOCK_SOURCES
         if role is AI or role is HUMAN:
             found = getattr(msg, "content", None)
             if found is not None and type(found) is not str and type(found) is not list:
@@ -485,11 +511,11 @@ def read_view(msg: Any) -> MessageView:
         ):
             return general_view(msg)
         if top is not None:
-            summary = top == SUMMARY_SOURCE
+            summary = top in _BLOCK_SOURCES
         else:
-            summary = extra is not None and extra.get("lc_source") == SUMMARY_SOURCE
+            summary = extra is not None and extra.get("lc_source") in _BLOCK_SOURCES
         if not summary:
-            summary = type(found) is str and found.startswith(SUMMARY_HEADER)
+            summary = type(found) is str and found.startswith(BLOCK_HEADERS)
     if role is AI:
         calls = fields.get("tool_calls") if fields is not None else getattr(msg, "tool_calls", None)
         if not calls:  # also looks in additional_kwargs

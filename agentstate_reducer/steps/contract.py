@@ -212,12 +212,17 @@ class ReductionStep:
         needs_tokens: The step works on tokens, so it needs token mode.
         summarizes: The step's drops are summarised (it needs ``summarize_fn``).
         prunes: The step removes messages (False for steps that only rewrite them).
+        view_only: The step only adds to what a model sees (``Recall``): it runs in
+            ``MessageReducer.view`` on every call, whether the list is over its budget or
+            not, and a persistent ``reduce`` skips it. It must come before the steps
+            that prune, so they make room for what it adds.
     """
 
     id: str = ""
     needs_tokens: bool = False
     summarizes: bool = False
     prunes: bool = True
+    view_only: bool = False
 
     def apply(self, context: StepContext) -> Any:  # pragma: no cover - overridden
         """Change the list through ``context`` and return the messages touched (or, for

@@ -35,8 +35,8 @@ def check_policy(policy: Sequence[Any] | None, *, token_mode: bool, can_summariz
         if not isinstance(step, ReductionStep):
             raise TypeError(
                 f"policy[{index}] is not a reduction step: {step!r}; use ClearToolOutputs, "
-                "Compress, DropOldest, SelectRelevant, Summarize, TruncateLargest or a "
-                "subclass of ReductionStep"
+                "Compress, DropOldest, Recall, SelectRelevant, Summarize, TruncateLargest or "
+                "a subclass of ReductionStep"
             )
         if not isinstance(step.id, str) or not step.id:
             raise TypeError(
@@ -47,7 +47,7 @@ def check_policy(policy: Sequence[Any] | None, *, token_mode: bool, can_summariz
             raise TypeError(
                 f"policy[{index}] ({type(step).__name__}) does not implement apply(context)"
             )
-        for flag in ("needs_tokens", "summarizes", "prunes"):
+        for flag in ("needs_tokens", "summarizes", "prunes", "view_only"):
             if not isinstance(getattr(step, flag), bool):
                 raise TypeError(
                     f"policy[{index}] ({step.id}): {flag} must be True or False, got "
@@ -62,6 +62,16 @@ def check_policy(policy: Sequence[Any] | None, *, token_mode: bool, can_summariz
             raise ValueError(f"policy[{index}] ({step.id}) works on tokens: set max_tokens")
         if step.summarizes and not can_summarize:
             raise ValueError(f"policy[{index}] ({step.id}) needs summarize_fn")
+        if step.view_only:
+            earlier = next(
+                (i for i, s in enumerate(policy[:index]) if s.prunes and not s.view_only), None
+            )
+            if earlier is not None:
+                raise ValueError(
+                    f"policy[{index}] ({step.id}) adds to the model's view: put it before "
+                    f"policy[{earlier}] ({policy[earlier].id}), which prunes, so that the "
+                    "pruning makes room for what it adds"
+                )
     if can_summarize and not any(step.summarizes for step in policy):
         raise ValueError(
             "summarize_fn is set but no step of the policy summarises, so it would never be "

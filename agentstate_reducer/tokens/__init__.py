@@ -19,9 +19,12 @@ growing chat within budget counts each message once rather than on every turn.
 
 The package holds one concept per module: :mod:`~agentstate_reducer.tokens.estimate` (the
 local estimate), :mod:`~agentstate_reducer.tokens.encodings` (tiktoken files, offline),
-:mod:`~agentstate_reducer.tokens.counters` (what ``token_counter`` accepts) and
-:mod:`~agentstate_reducer.tokens.cache` (:class:`TokenCounter`); every name is importable
-from ``agentstate_reducer.tokens`` as before.
+:mod:`~agentstate_reducer.tokens.counters` (what ``token_counter`` accepts),
+:mod:`~agentstate_reducer.tokens.cache` (:class:`TokenCounter`),
+:mod:`~agentstate_reducer.tokens.models` (a chat model's window and tokenizer, for
+``ReducerConfig.for_model``) and :mod:`~agentstate_reducer.tokens.usage` (the input tokens
+a response reports, for calibration); every name is importable from
+``agentstate_reducer.tokens``.
 """
 
 from __future__ import annotations
@@ -40,6 +43,11 @@ from .estimate import MESSAGE_OVERHEAD as MESSAGE_OVERHEAD
 from .estimate import TOOL_CALL_OVERHEAD as TOOL_CALL_OVERHEAD
 from .estimate import estimate_text_tokens as estimate_text_tokens
 from .estimate import estimate_tokens as estimate_tokens
+from .models import model_token_counter as model_token_counter
+from .models import model_window as model_window
+from .usage import Calibration as Calibration
+from .usage import UsageReport as UsageReport
+from .usage import reported_input_tokens as reported_input_tokens
 
 
 def __getattr__(name: str) -> Any:
