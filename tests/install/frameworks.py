@@ -48,17 +48,18 @@ def run_suite(venv: Venv, directory: str, tmp_path: Path) -> str:
 
 
 def newest(
-    extra: str, package: str, directory: str, dist: Dist, make_venv: MakeVenv, tmp_path: Path
-) -> None:
-    """The README's snippets for ``extra`` in a virtualenv with only the core wheel and that
-    extra, then ``tests/<directory>`` there."""
+    extra: str, package: str, directory: str, dist: Dist, make_venv: MakeVenv, tmp_path: Path,
+    page: Path = ROOT / "README.md",
+) -> None:  # fmt: skip
+    """The snippets of ``page`` (the README, or the framework's guide page) for ``extra`` in a
+    virtualenv with only the core wheel and that extra, then ``tests/<directory>`` there."""
     venv = make_venv(
         f"{directory}-newest", [f"agentstate-reducer[{extra}] @ {dist.core_wheel.as_uri()}"]
     )
     installed = venv.distributions()
     assert package in installed and "langgraph" not in installed, sorted(installed)
     print(f"{package} {installed[package]}")
-    proc = run([venv.python, RUNNER, ROOT / "README.md", extra], cwd=tmp_path, env=clean_env(),
+    proc = run([venv.python, RUNNER, page, extra], cwd=tmp_path, env=clean_env(),
                timeout=900)  # fmt: skip
     assert re.search(r"ran [1-9]\d* README snippets", proc.stdout), proc.stdout
     _install_test_tools(venv, installed, tmp_path, ["pytest"])

