@@ -523,8 +523,13 @@ class MessageReducer:
             return self._unchanged(combined, state, summary_error=exc, calibration=calibration)
         result = context.result()
         result.calibration = calibration
-        batch = context.handoff(lambda message: self._is_rewrite(message, conversation))
-        if batch and self._delivery:
+        # Without hooks nothing is handed over: the batch is not even gathered.
+        batch = (
+            context.handoff(lambda message: self._is_rewrite(message, conversation))
+            if self._delivery
+            else []
+        )
+        if batch:
             failures = yield from self._delivery.deliver(
                 batch, namespace, keep_failed=mode == "raise", source=combined
             )

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
+from itertools import repeat
+from operator import attrgetter
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
@@ -433,7 +435,7 @@ class _StepIds:
         """The stored list with ids for messages that lack one (a value an ``Overwrite``
         stored as given): derived from the message before it and its content."""
         left = existing if isinstance(existing, list) else [existing]
-        if all(isinstance(m, BaseMessage) and m.id is not None for m in left):
+        if _all_messages(left) and None not in map(_ID, left):
             return left
         previous = ""
         seen: Counter[tuple[str, str]] = Counter()
@@ -467,10 +469,19 @@ def _with_id(message: BaseMessage, new_id: str) -> BaseMessage:
     return message.model_copy(update={"id": new_id})
 
 
+_ID = attrgetter("id")
+
+
+def _all_messages(items: list[Any]) -> bool:
+    """Whether every item is a LangChain message (a C-level loop: this runs on the whole
+    list at every write)."""
+    return all(map(isinstance, items, repeat(BaseMessage)))
+
+
 def _coerce(messages: list[Any]) -> list[Any]:
     """Messages as ``add_messages`` coerces them (dicts, tuples and strings converted,
     chunks made whole; a list of plain messages returned as it is)."""
-    if all(isinstance(m, BaseMessage) and not isinstance(m, BaseMessageChunk) for m in messages):
+    if _all_messages(messages) and not any(map(isinstance, messages, repeat(BaseMessageChunk))):
         return messages
     return [message_chunk_to_message(m) for m in convert_to_messages(messages)]
 
