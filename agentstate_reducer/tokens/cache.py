@@ -5,9 +5,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..messages import CHAT, MessageView, call_parts_of, content_of, view_of
+from ..messages import CHAT, MessageView, call_parts_of, content_of, parts_of, view_of
 from ..messages import chat as _chat
 from .counters import resolve_token_counter
+from .estimate import estimate_tokens, parts_tokens
 
 _CACHE_LIMIT = 200_000
 
@@ -18,10 +19,18 @@ class TokenCounter:
     A message is cached under its id, role, text content and tool calls (ids, names and
     arguments), so an edited message (same id, new content or new tool-call arguments) is
     counted again. Messages without an id or with non-text content are counted every time.
+
+    The default estimate is cached by what it counts instead: a message's
+    :func:`~agentstate_reducer.messages.parts_of` (its texts, calls and images), which it
+    reads anyway. Invariant: the estimate is a function of those parts alone
+    (:func:`~agentstate_reducer.tokens.estimate.parts_tokens`), so a cached count equals a
+    fresh ``estimate_tokens(message)`` for every message, with an id or not, edited or not;
+    ``tests/test_tokens.py`` checks it over every format.
     """
 
     def __init__(self, counter: Any = None) -> None:
         self._count = resolve_token_counter(counter)
+        self._by_parts = self._count is estimate_tokens
         self._cache: dict[tuple[Any, ...], int] = {}
         self._lock = threading.Lock()
 
@@ -40,7 +49,16 @@ class TokenCounter:
         """
         if view is None:
             view = view_of(message, where)
-        key = None
+        key: tuple[Any, ...] | None = None
+        if self._by_parts:
+            texts, calls, images = parts = parts_of(message)
+            key = (*texts, "", *calls, images)  # "" ends the texts: calls are tuples
+            cached = self._cache.get(key)
+            if cached is not None:
+                return cached
+            value = parts_tokens(parts)
+            self._store(key, value)
+            return value
         if view.id is not None:
             # A message of the Chat family (the view says so) is read directly.
             content = _chat.content(message) if view.formats & CHAT else content_of(message)
@@ -56,9 +74,12 @@ class TokenCounter:
                 f"token_counter returned {value!r} for {where}; it must return an int >= 0"
             )
         if key is not None:
-            cache = self._cache
-            if len(cache) >= _CACHE_LIMIT:
-                with self._lock:
-                    cache.clear()
-            cache[key] = value  # a single dict store needs no lock
+            self._store(key, value)
         return value
+
+    def _store(self, key: tuple[Any, ...], value: int) -> None:
+        cache = self._cache
+        if len(cache) >= _CACHE_LIMIT:
+            with self._lock:
+                cache.clear()
+        cache[key] = value  # a single dict store needs no lock
