@@ -571,9 +571,7 @@ class PlanState:
         pinned, anchor = self._pinned(), self._pinned_anchor()
         return [p for p in range(self._start, end) if not self._goes(p, pinned, anchor)]
 
-    def prune(
-        self, end: int, gone: list[int] | None = None, kept: list[int] | None = None
-    ) -> None:
+    def prune(self, end: int, gone: list[int] | None = None, kept: list[int] | None = None) -> None:
         """Drop the prunable positions before ``end``, as :meth:`pruned_positions` lists.
 
         ``gone`` and ``kept``, when given, are :meth:`pruned_positions` and

@@ -298,9 +298,7 @@ class MessageReducer:
         state = self._begin(combined, where, namespace)
         if not state.over_limit() and not self._delivery.has_pending:
             return self._fits(combined, state)
-        return drive(
-            self._reduce(combined, where, namespace, self._policy, on_prune_error, state)
-        )
+        return drive(self._reduce(combined, where, namespace, self._policy, on_prune_error, state))
 
     async def areduce(
         self,

@@ -109,7 +109,9 @@ def test_turn_by_turn_equals_fresh_reduces_in_every_format(
     ours: list[list[int]] = []
     theirs: list[list[int]] = []
     reducer = MessageReducer(
-        config=ReducerConfig(on_prune=lambda batch, ns: ours.append([id(m) for m in batch]), **options)
+        config=ReducerConfig(
+            on_prune=lambda batch, ns: ours.append([id(m) for m in batch]), **options
+        )
     )
     history: list[Any] = []
     for new in _chunks(messages, sizes):

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
-from itertools import repeat
-from operator import attrgetter
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 from langchain_core.messages import (
