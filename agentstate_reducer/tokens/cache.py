@@ -51,8 +51,8 @@ class TokenCounter:
             view = view_of(message, where)
         key: tuple[Any, ...] | None = None
         if self._by_parts:
-            texts, calls, images = parts = parts_of(message)
-            key = (*texts, "", *calls, images)  # "" ends the texts: calls are tuples
+            texts, made, images = parts = parts_of(message)
+            key = (*texts, "", *made, images)  # "" ends the texts: calls are tuples
             cached = self._cache.get(key)
             if cached is not None:
                 return cached
