@@ -686,6 +686,8 @@ class MessageReducer:
     def _on_error(self, override: OnPruneError | None) -> OnPruneError:
         if override is None:
             return self._config.handoff.on_error
+        if override == "keep" or override == "raise":  # the channel passes one every write
+            return override
         check_choice("on_prune_error", override, ("raise", "keep"))
         return override
 

@@ -400,7 +400,7 @@ class _StepIds:
     def __init__(self, existing: Any) -> None:
         last = existing[-1] if isinstance(existing, list) and existing else None
         self._anchor: str | None = None if last is None else id_of(last)
-        self._seen: Counter[str] = Counter()
+        self._seen: dict[str, int] = {}  # a plain dict: one is made at every write
 
     def name(self, update: Any, existing: list[Any]) -> list[Any]:
         """``update`` as messages (coerced as ``add_messages`` coerces it), every one with
@@ -412,8 +412,8 @@ class _StepIds:
         for message in right:
             digest.update(fingerprint(message).encode())
         write = digest.hexdigest()
-        occurrence = self._seen[write]
-        self._seen[write] += 1
+        occurrence = self._seen.get(write, 0)
+        self._seen[write] = occurrence + 1
         taken = {m.id for m in existing} | {m.id for m in right if m.id is not None}
         named: list[Any] = []
         for index, message in enumerate(right):
