@@ -208,3 +208,53 @@ def test_the_estimate_cached_by_parts_is_the_estimate(
             except (AttributeError, TypeError, ValueError):
                 continue
         assert counter(edited) == estimate_tokens(edited)
+
+
+def _reads_calls(message: Any) -> int:
+    """A counter that sees every call's name and arguments (and the text)."""
+    from agentstate_reducer.messages import call_parts_of, content_of
+
+    text = content_of(message)
+    return len(str(call_parts_of(message))) + (len(text) if isinstance(text, str) else 0)
+
+
+def _edit_calls(value: Any) -> bool:
+    """Lengthen every string argument of the calls in ``value`` in place; whether any was."""
+    changed = False
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("args", "arguments", "input") and isinstance(item, str):
+                value[key] = item[:-1] + ', "more": 1}' if item.endswith("}") else item + "x"
+                changed = True
+            elif key in ("args", "input") and isinstance(item, dict):
+                item["more"] = "an argument added later"
+                changed = True
+            else:
+                changed = _edit_calls(item) or changed
+    elif isinstance(value, list):
+        for item in value:
+            changed = _edit_calls(item) or changed
+    return changed
+
+
+@PROPERTY
+@given(dialogues(), st.sampled_from(WIRE_FORMATS))
+def test_a_counter_sees_edited_call_arguments_in_every_format(
+    elements: list[Any], fmt: str
+) -> None:
+    """A custom counter's cache is keyed by a message's calls (the ``repr`` of Chat-family
+    call dicts, the parts otherwise): a message counted, then the same message (same id)
+    with its call arguments edited, is counted afresh, in every format."""
+    from agentstate_reducer.messages import with_id
+
+    rendered_messages, _ = render_dialogue(elements, fmt)
+    # With ids, where the format holds one: a message without an id is never cached.
+    messages = [with_id(m, f"m-{index}") for index, m in enumerate(rendered_messages)]
+    counter = TokenCounter(_reads_calls)
+    for message in messages:
+        assert counter(message) == _reads_calls(message)
+        edited = copy.deepcopy(message)
+        target = edited if isinstance(edited, dict) else getattr(edited, "__dict__", None)
+        if target is None or not _edit_calls(target):
+            continue
+        assert counter(edited) == _reads_calls(edited)

@@ -61,9 +61,14 @@ class TokenCounter:
             return value
         if view.id is not None:
             # A message of the Chat family (the view says so) is read directly.
-            content = _chat.content(message) if view.formats & CHAT else content_of(message)
+            chat_family = view.formats & CHAT
+            content = _chat.content(message) if chat_family else content_of(message)
             if type(content) is str:
-                calls = tuple(call_parts_of(message)) if view.call_ids else ()
+                calls: tuple[Any, ...] = ()
+                if view.call_ids:
+                    calls = _chat_calls(message) if chat_family else ()
+                    if not calls:
+                        calls = tuple(call_parts_of(message))
                 key = (view.id, view.role, content, view.call_ids, calls)
                 cached = self._cache.get(key)
                 if cached is not None:
@@ -83,3 +88,26 @@ class TokenCounter:
             with self._lock:
                 cache.clear()
         cache[key] = value  # a single dict store needs no lock
+
+
+def _chat_calls(message: Any) -> tuple[Any, ...]:
+    """The calls of a Chat-family message as the cache key holds them: the ``repr`` of its
+    tool calls and legacy function call, when each is a plain dict (a C-level walk, where
+    :func:`~agentstate_reducer.messages.call_parts_of` writes every call's arguments as
+    JSON); ``()`` otherwise (then the key holds ``call_parts_of``).
+
+    Invariant: two messages whose ``call_parts_of`` differ get different keys: a dict's
+    ``repr`` holds every key and value it has, so every name and argument the parts are
+    read from (a value JSON cannot encode is written by its ``str`` there, and its
+    ``repr`` here); ``tests/test_hot_path.py`` checks it on edited calls in every format.
+    """
+    calls = _chat.tool_calls(message)
+    legacy = _chat.function_call(message)
+    if not all(type(call) is dict for call in calls) or (
+        legacy is not None and type(legacy) is not dict
+    ):
+        return ()
+    try:
+        return ("dicts", repr(calls), repr(legacy))
+    except Exception:  # a value whose repr raises: read the parts instead
+        return ()
