@@ -150,7 +150,7 @@ def add(a: int, b: int) -> int:
 @tool
 def lookup(key: str) -> str:
     """Look a key up."""
-    return f"value of {key}"
+    return f"value of {key}: " + "a long record " * 40
 
 
 class Recorder(HookProvider):
@@ -485,3 +485,45 @@ def test_bad_arguments_are_refused_with_the_reason() -> None:
         ReducingConversationManager(MessageReducer(), per_turn=0)
     with pytest.raises(ValueError, match="Bedrock"):
         ReducingConversationManager(MessageReducer(config=ReducerConfig(format="gemini")))
+
+
+def test_token_mode_overflow_halves_by_tokens() -> None:
+    """In token mode the overflow path halves the history's token count: a model whose
+    window is smaller than the budget still gets every turn answered, with valid requests."""
+    pruned: list[Any] = []
+    reducer = MessageReducer(
+        config=ReducerConfig(max_tokens=100_000, on_prune=[remembering(pruned)])
+    )
+    model, recorder = ScriptedModel(window=14), Recorder()
+    agent = make_agent(reducer, model, recorder)
+    for turn in range(20):
+        assert str(agent(f"question {turn}")).strip() == f"answer {turn}"
+    assert model.overflows >= 3 and len(pruned) > 40
+    check_run(model, recorder, agent.messages, pruned, reducer=reducer)
+
+
+def test_a_rewriting_policy_restores_its_rewrites_from_the_session(tmp_path: Path) -> None:
+    """With ``ClearToolOutputs`` the kept messages include rewritten copies the session's
+    log does not hold; the manager's state carries them, so an agent built again on the
+    session gets exactly the history the first one had, placeholders included."""
+    from agentstate_reducer.policy import ClearToolOutputs, DropOldest
+    from agentstate_reducer.steps.clear import DEFAULT_PLACEHOLDER
+
+    reducer = MessageReducer(
+        config=ReducerConfig(max_tokens=400, policy=[ClearToolOutputs(keep_last=2), DropOldest()])
+    )
+    model, recorder = ScriptedModel(), Recorder()
+    first = make_agent(
+        reducer, model, recorder,
+        session_manager=FileSessionManager("chat-2", storage_dir=str(tmp_path)),
+    )  # fmt: skip
+    for turn in range(30):
+        first(f"question {turn}")
+    text = json.dumps(first.messages)
+    assert DEFAULT_PLACEHOLDER in text  # some kept results are rewritten copies
+    again = make_agent(
+        MessageReducer(config=reducer.config), ScriptedModel(), Recorder(),
+        session_manager=FileSessionManager("chat-2", storage_dir=str(tmp_path)),
+    )  # fmt: skip
+    assert [m["content"] for m in again.messages] == [m["content"] for m in first.messages]
+    assert all(converse_problems(r) == [] for r in model.requests)
