@@ -13,6 +13,12 @@ stays with its turn, roles keep alternating and the list starts with a user mess
 leaves reaches the ``on_prune`` hooks once; with ``inject_summary=True`` the running summary
 is a message of the list.
 
+Before a model call the reduce is awaited on the agent's event loop (coroutine hooks and
+summarizers awaited, blocking ones in worker threads); ``apply_management`` and
+``reduce_context`` are synchronous in Strands, so there hooks and summarizers run to
+completion in the caller's thread (coroutines on a private event loop in a worker thread).
+Wrap a slow hook in :class:`~agentstate_reducer.Background`.
+
 Session persistence. Strands' session managers (``FileSessionManager``, ``S3SessionManager``,
 any ``RepositorySessionManager``) store every message ever added, in order, and restore an
 agent as ``restore_from_session(state)`` (messages to put first) followed by the stored
@@ -182,12 +188,19 @@ class ReducingConversationManager(ConversationManager):
 
     # -- reducing --------------------------------------------------------------------------
 
-    def _before_model_call(self, event: BeforeModelCallEvent) -> None:
+    async def _before_model_call(self, event: BeforeModelCallEvent) -> None:
+        # A coroutine (Strands awaits its hooks on the agent's event loop), so hooks and
+        # summarizers are awaited or run in worker threads, never blocking that loop.
         if self.per_turn is False:
             return
         self._model_calls += 1
         if self.per_turn is True or self._model_calls % self.per_turn == 0:
-            self._reduce(event.agent)
+            agent = event.agent
+            before = list(agent.messages)
+            result = await self._reducer.areduce(
+                before, namespace=self._where(agent), on_prune_error="keep"
+            )
+            self._apply(agent, before, result.surviving)
 
     def _where(self, agent: Any) -> Any:
         if self._name_of is not None:
