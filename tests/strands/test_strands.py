@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from strands import Agent, tool
 from strands.agent.conversation_manager import (
     SlidingWindowConversationManager,
@@ -527,3 +529,54 @@ def test_a_rewriting_policy_restores_its_rewrites_from_the_session(tmp_path: Pat
     )  # fmt: skip
     assert [m["content"] for m in again.messages] == [m["content"] for m in first.messages]
     assert all(converse_problems(r) == [] for r in model.requests)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    turns=st.integers(min_value=1, max_value=16),
+    bound=st.integers(min_value=3, max_value=14),
+    preserve_first=st.booleans(),
+    summary=st.booleans(),
+    clear=st.booleans(),
+)
+def test_any_run_restores_from_its_session_as_it_was(
+    tmp_path_factory: pytest.TempPathFactory,
+    turns: int,
+    bound: int,
+    preserve_first: bool,
+    summary: bool,
+    clear: bool,
+) -> None:
+    """For any bound, first-message rule, summary and rewriting policy, and any number of
+    turns: an agent built again on the session (Strands' ``FileSessionManager``) holds
+    exactly the messages the first agent held (the manager's prepended messages, then the
+    session's log from ``removed_message_count`` on)."""
+    from agentstate_reducer.policy import ClearToolOutputs, DropOldest, Summarize
+
+    fields: dict[str, Any] = {"preserve_first": preserve_first}
+    if clear:
+        step: Any = Summarize() if summary else DropOldest()
+        fields.update(max_tokens=60 * bound, policy=[ClearToolOutputs(keep_last=1), step])
+    else:
+        fields.update(min_messages=max(1, bound // 2), max_messages=bound)
+    if summary:
+        fields.update(summarize_fn=lambda messages: f"{len(messages)} earlier", inject_summary=True)
+    config = ReducerConfig(**fields)
+    storage = str(tmp_path_factory.mktemp("sessions"))
+    model = ScriptedModel()
+    agent = make_agent(
+        MessageReducer(config=config), model, Recorder(),
+        session_manager=FileSessionManager("s", storage_dir=storage),
+    )  # fmt: skip
+    for turn in range(turns):
+        agent(f"question {turn}")
+    assert all(converse_problems(r) == [] for r in model.requests)
+    again = make_agent(
+        MessageReducer(config=config), ScriptedModel(), Recorder(),
+        session_manager=FileSessionManager("s", storage_dir=storage),
+    )  # fmt: skip
+    assert [(m["role"], m["content"]) for m in again.messages] == [
+        (m["role"], m["content"]) for m in agent.messages
+    ]
