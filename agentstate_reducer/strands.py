@@ -90,11 +90,12 @@ class ReducingConversationManager(ConversationManager):
             another format.
 
     Example:
-        >>> from strands import Agent
         >>> from agentstate_reducer import MessageReducer
         >>> manager = ReducingConversationManager(MessageReducer(min_messages=6, max_messages=12))
-        >>> manager.removed_message_count
-        0
+        >>> manager.get_state()["removed_message_count"], manager.get_state()["prepend"]
+        (0, [])
+
+        Then ``Agent(model=..., conversation_manager=manager)``.
     """
 
     def __init__(
