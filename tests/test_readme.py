@@ -25,13 +25,18 @@ README = ROOT / "README.md"
 TEXT = README.read_text(encoding="utf-8")
 COSMOS_README = README.parent / "integrations" / "cosmosdb" / "README.md"
 COSMOS_TEXT = COSMOS_README.read_text(encoding="utf-8")
+GUIDES = sorted((ROOT / "docs" / "guides").glob("*.md"))  # guide pages' snippets run here too
 OWN_ENVIRONMENT = {"crewai"}  # extras run only in a virtualenv of their own
 
 
 def _params() -> list[Any]:
     return [
         pytest.param(readme, s.code, s.needs, id=f"{prefix}snippet{n}-line{s.line}")
-        for readme, text, prefix in ((README, TEXT, ""), (COSMOS_README, COSMOS_TEXT, "cosmos-"))
+        for readme, text, prefix in (
+            (README, TEXT, ""),
+            (COSMOS_README, COSMOS_TEXT, "cosmos-"),
+            *((page, page.read_text(encoding="utf-8"), f"{page.stem}-") for page in GUIDES),
+        )
         for n, s in enumerate(snippets(text), start=1)
         if s.extra not in OWN_ENVIRONMENT
     ]

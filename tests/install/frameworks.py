@@ -1,10 +1,11 @@
 """The agent frameworks' suites in virtualenvs of their own, as a user installs each extra.
 
-For a framework extra (``pydantic-ai``, ``google-adk``): a virtualenv with the core wheel and
-the extra at the newest versions, where the README's snippets for that extra run first (with
-nothing else installed), then pytest is added and ``tests/<framework>`` runs there; and a
-virtualenv with every requirement of the extra pinned to its declared floor on the oldest
-supported Python, where the same tests run. Each fails when a test fails or is skipped.
+For a framework extra (``pydantic-ai``, ``google-adk``, ``openai-agents``): a virtualenv with
+the core wheel and the extra at the newest versions, where the snippets for that extra (of the
+README or the framework's guide page) run first (with nothing else installed), then pytest is
+added and ``tests/<framework>`` runs there; and a virtualenv with every requirement of the
+extra pinned to its declared floor on the oldest supported Python, where the same tests run.
+Each fails when a test fails or is skipped.
 """
 
 from __future__ import annotations

@@ -26,9 +26,10 @@ README = ROOT / "README.md"
 TEXT = README.read_text(encoding="utf-8")
 COSMOS_README = ROOT / "integrations" / "cosmosdb" / "README.md"
 RUNNER = ROOT / "tests" / "readme_snippets.py"
-# tests/install/test_crewai.py, test_pydantic_ai.py and test_google_adk.py run these with
+# tests/install/test_crewai.py, test_pydantic_ai.py, test_google_adk.py and
+# test_openai_agents.py run these with
 # their frameworks' own set-up (the snippets first, with only the extra installed)
-OWN_TEST = {"crewai", "pydantic-ai", "google-adk"}
+OWN_TEST = {"crewai", "pydantic-ai", "google-adk", "openai-agents"}
 LOWEST = {"langgraph"}  # environments installed at their floors
 
 
