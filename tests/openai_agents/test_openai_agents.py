@@ -220,7 +220,7 @@ def check_requests(model: ScriptedModel, reducer: MessageReducer, bound: int) ->
 def test_a_30_turn_run_sync_conversation_stores_a_bounded_valid_history(tmp_path: Path) -> None:
     """Thirty ``Runner.run_sync`` turns with parallel calls and reasoning on a
     ``SQLiteSession`` file: after every turn the session holds at most ``max_messages``
-    items, every request the model is sent is valid, and every item that left reached the
+    items, every call with its output and every reasoning item with its turn; every request the model is sent is valid, and every item that left reached the
     hook exactly once, with the session id as namespace."""
     pruned: list[Any] = []
     namespaces: set[Any] = set()
@@ -240,7 +240,8 @@ def test_a_30_turn_run_sync_conversation_stores_a_bounded_valid_history(tmp_path
     for turn, question in enumerate(questions):
         result = Runner.run_sync(agent, question, session=session)
         assert result.final_output == f"answer {turn}"
-        assert len(wait(inner.get_items())) <= 12
+        now = wait(inner.get_items())
+        assert len(now) <= 12 and request_problems(now) == []  # pairs and reasoning whole
     stored = wait(session.get_items())
     check_nothing_lost(stored, pruned, model, questions)
     assert len(pruned) > 200 and namespaces == {"chat-7"}
