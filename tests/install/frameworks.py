@@ -50,10 +50,12 @@ def run_suite(venv: Venv, directory: str, tmp_path: Path) -> str:
 
 def newest(
     extra: str, package: str, directory: str, dist: Dist, make_venv: MakeVenv, tmp_path: Path,
-    page: Path = ROOT / "README.md",
+    page: Path = ROOT / "README.md", tools: tuple[str, ...] = (),
 ) -> None:  # fmt: skip
     """The snippets of ``page`` (the README, or the framework's guide page) for ``extra`` in a
-    virtualenv with only the core wheel and that extra, then ``tests/<directory>`` there."""
+    virtualenv with only the core wheel and that extra, then ``tests/<directory>`` there
+    (with pytest and ``tools``, packages only some of the tests use, added after the
+    snippets ran)."""
     venv = make_venv(
         f"{directory}-newest", [f"agentstate-reducer[{extra}] @ {dist.core_wheel.as_uri()}"]
     )
@@ -63,7 +65,7 @@ def newest(
     proc = run([venv.python, RUNNER, page, extra], cwd=tmp_path, env=clean_env(),
                timeout=900)  # fmt: skip
     assert re.search(r"ran [1-9]\d* README snippets", proc.stdout), proc.stdout
-    _install_test_tools(venv, installed, tmp_path, ["pytest"])
+    _install_test_tools(venv, installed, tmp_path, ["pytest", *tools])
     print(run_suite(venv, directory, tmp_path))
 
 

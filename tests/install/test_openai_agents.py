@@ -17,9 +17,10 @@ GUIDE = ROOT / "docs" / "guides" / "openai-agents.md"
 def test_guide_and_tests_pass_with_the_newest_openai_agents(
     dist: Dist, make_venv: MakeVenv, tmp_path: Path
 ) -> None:
-    """The guide's snippet runs with only the extra installed, and the tests pass there."""
+    """The guide's snippet runs with only the extra installed, and the tests pass there
+    (with SQLAlchemy's async SQLite driver, for the runs on the SDK's ``SQLAlchemySession``)."""
     newest("openai-agents", "openai-agents", "openai_agents", dist, make_venv, tmp_path,
-           page=GUIDE)  # fmt: skip
+           page=GUIDE, tools=("sqlalchemy[asyncio]", "aiosqlite"))  # fmt: skip
 
 
 def test_tests_pass_with_openai_agents_at_its_floor(

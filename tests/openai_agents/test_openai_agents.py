@@ -1,8 +1,9 @@
 """agentstate-reducer with the real OpenAI Agents SDK: its ``Runner``, tools and sessions.
 
 Nothing is mocked on the SDK's side: the agent, its function tools, the ``Runner`` (sync and
-async) and ``SQLiteSession`` are the SDK's own; the model is a scripted ``Model`` (the SDK's
-model interface, no network): per question a reasoning item and two or three parallel
+async) and the sessions (``SQLiteSession``; ``SQLAlchemySession`` on SQLite where installed)
+are the SDK's own; the model is a scripted ``Model`` (the SDK's model interface, no network):
+per question a reasoning item and two or three parallel
 ``function_call`` items, then, with every output in, a reasoning item and the answer. The
 model checks every request it is sent by the Responses API's rules (each call answered,
 each output answering a call before it, each reasoning item followed by an item of its turn),
@@ -12,6 +13,7 @@ independently of our validator.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import re
 import threading
@@ -184,6 +186,37 @@ def lookup(key: str) -> str:
     return f"value of {key}"
 
 
+def _has_sqlalchemy_session() -> bool:
+    """The SDK's ``SQLAlchemySession`` (from 0.3) with SQLAlchemy's asyncio SQLite driver."""
+    try:
+        return all(
+            importlib.util.find_spec(name) is not None
+            for name in ("agents.extensions.memory.sqlalchemy_session", "sqlalchemy", "aiosqlite")
+        )
+    except ModuleNotFoundError:
+        return False
+
+
+def sqlite_session(session_id: str, path: Path) -> Any:
+    return SQLiteSession(session_id, str(path / "chats.db"))
+
+
+def sqlalchemy_session(session_id: str, path: Path) -> Any:
+    from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
+
+    return SQLAlchemySession.from_url(
+        session_id, url=f"sqlite+aiosqlite:///{path / 'sqlalchemy.db'}", create_tables=True
+    )
+
+
+INNER = [pytest.param(sqlite_session, id="SQLiteSession")]
+"""The sessions the main runs wrap: ``SQLiteSession`` always; ``SQLAlchemySession`` where the
+SDK has it and SQLAlchemy's async SQLite driver is installed (the development environment and
+the newest release's virtualenv)."""
+if _has_sqlalchemy_session():
+    INNER.append(pytest.param(sqlalchemy_session, id="SQLAlchemySession"))
+
+
 def make_agent(model: ScriptedModel) -> Agent[Any]:
     return Agent(name="adder", instructions="You add numbers.", model=model, tools=[add, lookup])
 
@@ -217,11 +250,14 @@ def check_requests(model: ScriptedModel, reducer: MessageReducer, bound: int) ->
         assert len(items) <= bound
 
 
-def test_a_30_turn_run_sync_conversation_stores_a_bounded_valid_history(tmp_path: Path) -> None:
-    """Thirty ``Runner.run_sync`` turns with parallel calls and reasoning on a
-    ``SQLiteSession`` file: after every turn the session holds at most ``max_messages``
-    items, every call with its output and every reasoning item with its turn; every request the model is sent is valid, and every item that left reached the
-    hook exactly once, with the session id as namespace."""
+@pytest.mark.parametrize("make_inner", INNER)
+def test_a_30_turn_run_sync_conversation_stores_a_bounded_valid_history(
+    make_inner: Any, tmp_path: Path
+) -> None:
+    """Thirty ``Runner.run_sync`` turns with parallel calls and reasoning: after every turn
+    the session holds at most ``max_messages`` items, every call with its output and every
+    reasoning item with its turn; every request the model is sent is valid, and every item
+    that left reached the hook exactly once, with the session id as namespace."""
     pruned: list[Any] = []
     namespaces: set[Any] = set()
 
@@ -232,7 +268,7 @@ def test_a_30_turn_run_sync_conversation_stores_a_bounded_valid_history(tmp_path
     reducer = MessageReducer(
         config=ReducerConfig(min_messages=6, max_messages=12, on_prune=[remember])
     )
-    inner = SQLiteSession("chat-7", str(tmp_path / "chats.db"))
+    inner = make_inner("chat-7", tmp_path)
     session = ReducingSession(inner, reducer)
     model = ScriptedModel()
     agent = make_agent(model)
@@ -248,8 +284,8 @@ def test_a_30_turn_run_sync_conversation_stores_a_bounded_valid_history(tmp_path
     assert len(model.sent) == 60
     check_requests(model, reducer, bound=12 + 10)  # the stored history and one turn's items
     assert request_problems(stored) == []
-    # A new session object on the same file reads the bounded history back.
-    again = SQLiteSession("chat-7", str(tmp_path / "chats.db"))
+    # A new session object on the same database reads the bounded history back.
+    again = make_inner("chat-7", tmp_path)
     assert [signature(i) for i in wait(again.get_items())] == list(map(signature, stored))
 
 
@@ -294,8 +330,9 @@ def test_an_async_run_with_a_summary_stores_the_summary_block(tmp_path: Path) ->
     check_requests(model, reducer, bound=13 + 10)
 
 
+@pytest.mark.parametrize("make_inner", INNER)
 def test_a_hook_outage_keeps_every_item_and_hands_all_over_once_it_is_back(
-    tmp_path: Path,
+    make_inner: Any, tmp_path: Path
 ) -> None:
     """While the hook fails the session keeps every item (the runs go on); once it is back
     the next write prunes, and every item that left reached the hook exactly once."""
@@ -315,7 +352,7 @@ def test_a_hook_outage_keeps_every_item_and_hands_all_over_once_it_is_back(
             handoff=Handoff(retry_backoff=0),
         )
     )
-    inner = SQLiteSession("chat-9", str(tmp_path / "chats.db"))
+    inner = make_inner("chat-9", tmp_path)
     session = ReducingSession(inner, reducer)
     model = ScriptedModel()
     agent = make_agent(model)
