@@ -138,19 +138,14 @@ class ReducingSession:
         """The wrapped session."""
         self.reducer = reducer
         """The reducer bounding what ``inner`` stores."""
+        self.session_id: str = inner.session_id
+        """The inner session's id."""
+        self.session_settings: Any = getattr(inner, "session_settings", None)
+        """The inner session's ``session_settings`` (None where the SDK has none): how many
+        items a run reads."""
         self.namespace = inner.session_id if namespace is None else namespace
         """What the hooks are given."""
         self._lock = _lock_for(inner)
-
-    @property
-    def session_id(self) -> str:
-        """The inner session's id."""
-        return self.inner.session_id
-
-    @property
-    def session_settings(self) -> Any:
-        """The inner session's ``session_settings`` (None where the SDK has none)."""
-        return getattr(self.inner, "session_settings", None)
 
     def __repr__(self) -> str:
         return f"ReducingSession({self.inner!r}, {self.reducer!r})"
@@ -229,3 +224,10 @@ def model_input_filter(reducer: MessageReducer, *, namespace: Any = None) -> Mod
         )
 
     return call_model_input_filter
+
+
+if TYPE_CHECKING:
+
+    def _is_a_session(session: ReducingSession) -> Session:
+        """mypy checks here that a ReducingSession is what ``Runner.run(session=)`` takes."""
+        return session

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import pytest
 from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool, set_tracing_disabled
 from agents.items import ModelResponse
+from agents.memory import Session
 from agents.models.interface import Model
 from agents.usage import Usage
 from openai.types.responses import (
@@ -498,7 +499,8 @@ def test_an_item_that_is_not_a_responses_item_is_refused_and_kept(tmp_path: Path
 
 
 def test_pop_and_clear_reach_the_inner_session(tmp_path: Path) -> None:
-    """``pop_item`` and ``clear_session`` are the inner session's (nothing is handed over)."""
+    """``pop_item`` and ``clear_session`` are the inner session's (nothing is handed over),
+    and the wrapper is a ``Session`` with the inner one's id and settings."""
     pruned: list[Any] = []
     inner = SQLiteSession("pop", str(tmp_path / "chats.db"))
     session = ReducingSession(
@@ -517,6 +519,7 @@ def test_pop_and_clear_reach_the_inner_session(tmp_path: Path) -> None:
     assert wait(inner.get_items()) == [] and pruned == []
     assert session.session_id == "pop"
     assert session.session_settings is getattr(inner, "session_settings", None)
+    assert isinstance(session, Session)  # the SDK's runtime-checkable protocol
 
 
 def test_refuses_what_is_not_a_reducer_or_a_session() -> None:
