@@ -71,10 +71,11 @@ def newest(
 
 def lowest(
     extra: str, floors: dict[str, str], directory: str, dist: Dist, make_venv: MakeVenv,
-    tmp_path: Path,
+    tmp_path: Path, tools: tuple[str, ...] = (),
 ) -> None:  # fmt: skip
     """Every requirement of ``extra`` at exactly its declared floor (which must be
-    ``floors``), on the oldest supported Python, and ``tests/<directory>`` there."""
+    ``floors``), on the oldest supported Python, and ``tests/<directory>`` there (with pytest
+    and ``tools``)."""
     requirements = _requirements(dist.core_wheel, (extra,))
     declared = _version_floors(requirements)
     assert {n: Version(v) for n, v in declared.items()} == {
@@ -88,5 +89,5 @@ def lowest(
     for name, floor in floors.items():
         assert Version(resolved[name]) == Version(floor), f"{name}: {resolved[name]} != {floor}"
     print(f"lowest versions for [{extra}]: {floors}")
-    _install_test_tools(venv, resolved, tmp_path, ["pytest"])
+    _install_test_tools(venv, resolved, tmp_path, ["pytest", *tools])
     print(run_suite(venv, directory, tmp_path))

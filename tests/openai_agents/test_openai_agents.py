@@ -28,6 +28,8 @@ from agents.items import ModelResponse
 from agents.memory import Session
 from agents.models.interface import Model
 from agents.usage import Usage
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openai.types.responses import (
     ResponseFunctionToolCall,
     ResponseOutputMessage,
@@ -531,3 +533,83 @@ def test_refuses_what_is_not_a_reducer_or_a_session() -> None:
         ReducingSession(object(), MessageReducer(2, 4))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="wrap it"):
         model_input_filter(ReducerConfig())  # type: ignore[arg-type]
+
+
+# -- the session's invariants, on generated conversations ---------------------------------
+
+
+def _turn(number: int, calls: int, reasoning: bool) -> list[list[dict[str, Any]]]:
+    """One question's items as the SDK stores them, batch by batch: the question; the model
+    turn (a reasoning item first when ``reasoning``) with ``calls`` parallel calls and their
+    outputs; the answer (after a reasoning item too)."""
+    tag = f"t{number}"
+    question: list[dict[str, Any]] = [{"role": "user", "content": f"question {tag}"}]
+    think = [{"type": "reasoning", "id": f"rs_{tag}", "summary": []}] if reasoning else []
+    call_ids = [f"call_{tag}_{k}" for k in range(calls)]
+    turn: list[dict[str, Any]] = [
+        *think,
+        *(
+            {"type": "function_call", "call_id": c, "name": "add", "arguments": "{}"}
+            for c in call_ids
+        ),
+        *({"type": "function_call_output", "call_id": c, "output": "3"} for c in call_ids),
+    ]
+    answer: list[dict[str, Any]] = [
+        *([{"type": "reasoning", "id": f"rs_{tag}_a", "summary": []}] if reasoning else []),
+        {
+            "type": "message",
+            "role": "assistant",
+            "id": f"msg_{tag}",
+            "content": [{"type": "output_text", "text": f"answer {tag}", "annotations": []}],
+        },
+    ]
+    return [question, turn, answer] if calls else [question, answer]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    turns=st.lists(st.tuples(st.integers(0, 3), st.booleans()), min_size=1, max_size=25),
+    down=st.sets(st.integers(0, 24), max_size=6),
+)
+def test_the_stored_history_is_bounded_whole_and_loses_nothing(
+    turns: list[tuple[int, bool]], down: set[int]
+) -> None:
+    """For any conversation (questions with zero to three parallel calls, reasoning or not,
+    stored batch by batch as the SDK does) and any turns during which the hook fails: after
+    every turn the session holds complete turns (every call with its output, every reasoning
+    item with its turn), within ``max_messages`` once the hook works; and every item added is
+    either stored or was handed over, once. (The bound is 20: a turn holds up to 10 items,
+    the newest ``min_messages`` survive whole with their pairs, so the first item, the turn
+    they start in and the newest turn can take 1 + 9 + 10.)"""
+    pruned: list[Any] = []
+    failing = False
+
+    def remember(items: list[Any], namespace: Any) -> None:
+        if failing:
+            raise ConnectionError("down")
+        pruned.extend(items)
+
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=6,
+            max_messages=20,
+            on_prune=[remember],
+            handoff=Handoff(retry_backoff=0),
+        )
+    )
+    session = ReducingSession(SQLiteSession("generated"), reducer)
+    added: list[Any] = []
+    for number, (calls, reasoning) in enumerate(turns):
+        failing = number in down
+        for batch in _turn(number, calls, reasoning):
+            wait(session.add_items(batch))
+            added += batch
+        stored = wait(session.get_items())
+        assert request_problems(stored) == []
+        if not failing:
+            assert len(stored) <= 20
+    originals = [signature(i) for i in pruned if not is_summary(i)]
+    assert [s for s, n in Counter(originals).items() if n > 1] == []
+    assert Counter(originals) + Counter(signature(i) for i in stored) == Counter(
+        map(signature, added)
+    )
