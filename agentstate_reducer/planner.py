@@ -1,6 +1,6 @@
 """The pruning plan: which positions of a message list go. Pure, and incremental.
 
-Rules, in the words of the README:
+Rules, in the words of the guide (docs/guides/policy-and-counting.md):
 
 * only human and ai messages are pruned directly; a tool result, or a legacy function
   result, goes only with the ai message that called it (when cascading); system and unknown

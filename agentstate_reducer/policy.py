@@ -40,7 +40,8 @@ original of a rewritten message is handed over when the step rewrites it, and
 ``result.pruned`` holds originals.
 
 Writing a step: subclass :class:`ReductionStep` and implement ``apply(context)`` against
-:class:`StepContext`; see its docstring and the README's "Writing your own step".
+:class:`StepContext`; see its docstring and the guide's "Writing your own step"
+(docs/guides/policy-and-counting.md).
 
 Import the steps from here. They live in :mod:`agentstate_reducer.steps`, one module per
 family (the contract in ``steps.contract``), and this module re-exports them all.

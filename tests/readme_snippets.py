@@ -1,4 +1,5 @@
-"""The Python snippets of README.md and what each needs; also a runner for clean virtualenvs.
+"""The Python snippets of README.md and of the documentation pages (``docs/**/*.md``), and
+what each needs; also a runner for clean virtualenvs.
 
 A snippet is a fenced ``python`` block. Comment lines right above it say what it needs:
 
@@ -14,7 +15,7 @@ A snippet is a fenced ``python`` block. Comment lines right above it say what it
 ``tests/install/test_readme_extras.py`` runs each group in a virtualenv holding only what its
 marker names, with this file as the runner (it needs nothing but the standard library)::
 
-    python readme_snippets.py README.md "langgraph +langgraph-checkpoint-sqlite"
+    python readme_snippets.py docs/guides/langgraph.md "langgraph +langgraph-checkpoint-sqlite"
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Snippet", "install_lines", "snippets"]
+__all__ = ["Snippet", "install_lines", "pages", "snippets"]
 
 _BLOCK = re.compile(
     r"(?P<markers>(?:<!-- (?:extra|needs): [^>]*? -->[ \t]*\n)*)```python\n(?P<code>.*?)```",
@@ -38,11 +39,11 @@ _EXTRA = re.compile(r'^"?agentstate-reducer\[(?P<extra>[\w-]+)\]"?$')
 
 @dataclass(frozen=True)
 class Snippet:
-    """One fenced Python block of the README.
+    """One fenced Python block of a page.
 
     Attributes:
         code: The block's source.
-        line: The README line the code starts on.
+        line: The page's line the code starts on.
         extra: The install line it needs, by name (``"core"`` when unmarked).
         packages: Further packages its section's install line names.
         needs: The pytest fixture it needs, or None.
@@ -77,6 +78,11 @@ def snippets(text: str) -> list[Snippet]:
     return out
 
 
+def pages(root: Path) -> list[Path]:
+    """The pages whose snippets run: the README, then every Markdown page under ``docs/``."""
+    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+
+
 def install_lines(text: str) -> dict[str, str]:
     """The Install section's lines by name: ``{"core": "agentstate-reducer", "langgraph":
     "agentstate-reducer[langgraph]", ..., "cosmos": "agentstate-cosmosdb"}``.
@@ -104,11 +110,11 @@ def install_lines(text: str) -> dict[str, str]:
 
 
 def _run(readme: Path, environment: str) -> int:
-    """Run the snippets of ``readme`` marked for ``environment``; 0 when all pass."""
+    """Run the snippets of the page ``readme`` marked for ``environment``; 0 when all pass."""
     text = readme.read_text(encoding="utf-8")
     chosen = [s for s in snippets(text) if s.environment == environment]
     if not chosen:
-        print(f"no README snippet is marked for {environment!r}", file=sys.stderr)
+        print(f"no snippet of {readme.name} is marked for {environment!r}", file=sys.stderr)
         return 2
     for snippet in chosen:
         namespace = {"__name__": "readme_snippet"}
@@ -116,11 +122,11 @@ def _run(readme: Path, environment: str) -> int:
             code = compile(snippet.code, f"{readme}:{snippet.line}", "exec", dont_inherit=True)
             exec(code, namespace)
         except BaseException:
-            print(f"README snippet at line {snippet.line} failed:", file=sys.stderr)
+            print(f"{readme.name} snippet at line {snippet.line} failed:", file=sys.stderr)
             traceback.print_exc()
             return 1
-        print(f"README snippet at line {snippet.line}: ok")
-    print(f"ran {len(chosen)} README snippets for {environment!r}")
+        print(f"{readme.name} snippet at line {snippet.line}: ok")
+    print(f"ran {len(chosen)} snippets of {readme.name} for {environment!r}")
     return 0
 
 

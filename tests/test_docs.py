@@ -186,6 +186,22 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return site
 
 
+def test_the_site_has_home_guides_and_reference(site: Path) -> None:
+    """The navigation is Home, Guides and API reference; every guide page is rendered, with
+    its snippets as highlighted code, and the home page links to each of them."""
+    home = (site / "index.html").read_text(encoding="utf-8")
+    for section in ("Home", "Guides", "API reference"):
+        assert section in home
+    guides = sorted((ROOT / "docs" / "guides").glob("*.md"))
+    assert len(guides) >= 10
+    for guide in guides:
+        html = (site / "guides" / guide.stem / "index.html").read_text(encoding="utf-8")
+        assert "<h1" in html, guide.name
+        assert f'href="guides/{guide.stem}/"' in home, f"the home page does not link {guide.name}"
+    langgraph = (site / "guides" / "langgraph" / "index.html").read_text(encoding="utf-8")
+    assert 'class="language-python' in langgraph or "highlight" in langgraph
+
+
 def test_every_public_name_is_documented(site: Path) -> None:
     missing = _undocumented(site)
     assert missing == [], f"not rendered in the API reference: {missing}"
@@ -193,9 +209,9 @@ def test_every_public_name_is_documented(site: Path) -> None:
 
 def test_api_reference_builds_strictly_and_documents_each_page(site: Path) -> None:
     for page, anchors in PAGES.items():
-        html = (site / page / "index.html").read_text(encoding="utf-8")
+        html = (site / "reference" / page / "index.html").read_text(encoding="utf-8")
         for anchor in anchors:
             assert f'id="{anchor}"' in html, f"{page}: {anchor} is not documented"
-    reducer = (site / "reducer" / "index.html").read_text(encoding="utf-8")
+    reducer = (site / "reference" / "reducer" / "index.html").read_text(encoding="utf-8")
     # The Example section renders as highlighted doctest code, not as Markdown.
     assert '<span class="gp">&gt;&gt;&gt; </span><span class="n">reducer</span>' in reducer

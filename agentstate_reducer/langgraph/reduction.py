@@ -115,7 +115,8 @@ class CheckpointReduction:
     ``on_prune_error="keep"``): the checkpoint is stored unpruned (the list grows past the
     bound for a while), nothing is marked as handed over, and the next put prunes and
     hands the same messages over again, until the store is back. ``"raise"`` fails the
-    put instead (see the README for what LangGraph's durability modes make of that).
+    put instead (docs/guides/langgraph.md says what LangGraph's durability modes make of
+    that).
 
     Args:
         reducer: The reducer to run on the message list.

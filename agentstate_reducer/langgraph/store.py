@@ -23,7 +23,7 @@ again instead of a second one:
 Every batch is one ``store.batch`` (``abatch`` in ``areduce``) of put operations, written
 once as a generator of store operations run by a sync and an async driver. A store that
 fails raises, and the reducer keeps the messages and hands them over again (see the
-README's "Long-term memory hand-off").
+guide docs/guides/summaries-and-memory.md, "Long-term memory hand-off").
 
 Item values (what :class:`~agentstate_reducer.policy.Recall` shows is ``text``):
 

@@ -682,11 +682,11 @@ def estimate_text_tokens(text: str) -> int:
     languages, upper-case prose, code, JSON, YAML, CSV, SQL, HTML, stack traces,
     identifiers, digests, base64, logs, markdown tables, number lists, digit runs,
     whitespace, emoji), aiming at 1.12 times its count; on text generated with other seeds
-    and words every kind lands between 0.9 and 1.35 times (the measured table is in the
-    README). Scripts the corpus has no prose for are costed by hand from cl100k_base's
-    tokens per letter, rounded up. A non-empty text counts at least 1. Every count is a
-    C-level pass over the whole text, so the estimate costs a few nanoseconds a character,
-    several times less than tiktoken.
+    and words every kind lands between 0.9 and 1.35 times (the measured table is in
+    docs/guides/policy-and-counting.md). Scripts the corpus has no prose for are costed by
+    hand from cl100k_base's tokens per letter, rounded up. A non-empty text counts at
+    least 1. Every count is a C-level pass over the whole text, so the estimate costs a few
+    nanoseconds a character, several times less than tiktoken.
     """
     if not text:
         return 0

@@ -1,11 +1,11 @@
 """The agent frameworks' suites in virtualenvs of their own, as a user installs each extra.
 
 For a framework extra (``pydantic-ai``, ``google-adk``, ``openai-agents``): a virtualenv with
-the core wheel and the extra at the newest versions, where the snippets for that extra (of the
-README or the framework's guide page) run first (with nothing else installed), then pytest is
-added and ``tests/<framework>`` runs there; and a virtualenv with every requirement of the
-extra pinned to its declared floor on the oldest supported Python, where the same tests run.
-Each fails when a test fails or is skipped.
+the core wheel and the extra at the newest versions, where its guide page's snippets for that
+extra run first (with nothing else installed), then pytest is added and ``tests/<framework>``
+runs there; and a virtualenv with every requirement of the extra pinned to its declared floor
+on the oldest supported Python, where the same tests run. Each fails when a test fails or is
+skipped.
 """
 
 from __future__ import annotations
@@ -50,12 +50,11 @@ def run_suite(venv: Venv, directory: str, tmp_path: Path) -> str:
 
 def newest(
     extra: str, package: str, directory: str, dist: Dist, make_venv: MakeVenv, tmp_path: Path,
-    page: Path = ROOT / "README.md", tools: tuple[str, ...] = (),
+    page: Path, tools: tuple[str, ...] = (),
 ) -> None:  # fmt: skip
-    """The snippets of ``page`` (the README, or the framework's guide page) for ``extra`` in a
-    virtualenv with only the core wheel and that extra, then ``tests/<directory>`` there
-    (with pytest and ``tools``, packages only some of the tests use, added after the
-    snippets ran)."""
+    """The snippets of ``page`` (the framework's guide page) for ``extra`` in a virtualenv with
+    only the core wheel and that extra, then ``tests/<directory>`` there (with pytest and
+    ``tools``, packages only some of the tests use, added after the snippets ran)."""
     venv = make_venv(
         f"{directory}-newest", [f"agentstate-reducer[{extra}] @ {dist.core_wheel.as_uri()}"]
     )
@@ -64,7 +63,7 @@ def newest(
     print(f"{package} {installed[package]}")
     proc = run([venv.python, RUNNER, page, extra], cwd=tmp_path, env=clean_env(),
                timeout=900)  # fmt: skip
-    assert re.search(r"ran [1-9]\d* README snippets", proc.stdout), proc.stdout
+    assert re.search(rf"ran [1-9]\d* snippets of {re.escape(page.name)}", proc.stdout), proc.stdout
     _install_test_tools(venv, installed, tmp_path, ["pytest", *tools])
     print(run_suite(venv, directory, tmp_path))
 

@@ -1,5 +1,5 @@
 """CrewAI, in a virtualenv of its own (its dependencies clash with ours): the core wheel and
-``crewai`` exactly as the README's CrewAI section installs them, then that section's
+``crewai`` exactly as the CrewAI guide (docs/guides/crewai.md) installs them, then its
 snippets and the tests of ``tests/crewai`` run there, with CrewAI's telemetry turned off
 and a check that no connection is opened.
 """
@@ -24,7 +24,7 @@ TELEMETRY_OFF = {
 def test_crewai_examples_and_tests_pass_with_the_real_package(
     dist: Dist, make_venv: MakeVenv, tmp_path: Path
 ) -> None:
-    """The README's CrewAI snippets and ``tests/crewai`` pass on the installed wheel."""
+    """The CrewAI guide's snippets and ``tests/crewai`` pass on the installed wheel."""
     venv = make_venv(
         "crewai", [f"agentstate-reducer @ {dist.core_wheel.as_uri()}", "crewai", "pytest"]
     )
@@ -32,10 +32,11 @@ def test_crewai_examples_and_tests_pass_with_the_real_package(
     assert "crewai" in installed and "langgraph" not in installed
     print(f"crewai {installed['crewai']}")
 
-    readme = ROOT / "README.md"
-    proc = run([venv.python, ROOT / "tests" / "readme_snippets.py", readme, "crewai"],
+    guide = ROOT / "docs" / "guides" / "crewai.md"
+    assert "pip install agentstate-reducer crewai" in guide.read_text(encoding="utf-8")
+    proc = run([venv.python, ROOT / "tests" / "readme_snippets.py", guide, "crewai"],
                cwd=tmp_path, env=clean_env(**TELEMETRY_OFF), timeout=900)  # fmt: skip
-    assert re.search(r"ran [1-9]\d* README snippets", proc.stdout), proc.stdout
+    assert re.search(r"ran [1-9]\d* snippets of crewai.md", proc.stdout), proc.stdout
 
     work = tmp_path / "crewai_tests"
     shutil.copytree(ROOT / "tests" / "crewai", work, ignore=shutil.ignore_patterns("__pycache__"))

@@ -1,9 +1,11 @@
-"""Each README section runs in a clean virtualenv holding only what its install line says.
+"""Each snippet of the README and of the guides (``docs/**/*.md``) runs in a clean virtualenv
+holding only what its install line says.
 
-The environments come from the README itself: every snippet's ``<!-- extra: ... -->``
-marker names a line of the Install section (plus any package its own section's
-``pip install`` line adds). Each environment gets the built wheels, never the source tree,
-and runs its snippets with ``tests/readme_snippets.py`` (standard library only).
+The environments come from the pages themselves: every snippet's ``<!-- extra: ... -->``
+marker names a line of the README's Install section (plus any package its own section's
+``pip install`` line adds). Each environment is built once, gets the built wheels, never the
+source tree, and runs the snippets of every page marked for it with
+``tests/readme_snippets.py`` (standard library only).
 ``[langgraph]`` alone is installed at its lowest allowed versions, the others at the
 newest, as a fresh ``pip install`` would.
 Without the ``[demo]`` extra the demo command must say so in one line.
@@ -20,25 +22,34 @@ from typing import Any
 import pytest
 
 from tests.install.conftest import ROOT, Dist, MakeVenv, Venv, clean_env, run
-from tests.readme_snippets import install_lines, snippets
+from tests.readme_snippets import Snippet, install_lines, pages, snippets
 
 README = ROOT / "README.md"
 TEXT = README.read_text(encoding="utf-8")
+PAGES = {page: snippets(page.read_text(encoding="utf-8")) for page in pages(ROOT)}
+"""The README and every documentation page, with their snippets."""
 COSMOS_README = ROOT / "integrations" / "cosmosdb" / "README.md"
 RUNNER = ROOT / "tests" / "readme_snippets.py"
 # tests/install/test_crewai.py, test_pydantic_ai.py, test_google_adk.py and
-# test_openai_agents.py run these with
-# their frameworks' own set-up (the snippets first, with only the extra installed)
+# test_openai_agents.py run these with their frameworks' own set-up (the snippets first, with
+# only the extra installed)
 OWN_TEST = {"crewai", "pydantic-ai", "google-adk", "openai-agents"}
 LOWEST = {"langgraph"}  # environments installed at their floors
 
 
 def _environments() -> list[str]:
     seen: list[str] = []
-    for snippet in snippets(TEXT):
-        if snippet.extra not in OWN_TEST and snippet.environment not in seen:
-            seen.append(snippet.environment)
+    for found in PAGES.values():
+        for snippet in found:
+            if snippet.extra not in OWN_TEST and snippet.environment not in seen:
+                seen.append(snippet.environment)
     return seen
+
+
+def _marked(environment: str) -> dict[Path, list[Snippet]]:
+    """The pages with snippets marked for ``environment``, and those snippets."""
+    chosen = {p: [s for s in found if s.environment == environment] for p, found in PAGES.items()}
+    return {page: found for page, found in chosen.items() if found}
 
 
 def _requirements(environment: str, dist: Dist) -> list[str]:
@@ -79,18 +90,22 @@ def _make(environment: str, dist: Dist, make_venv: MakeVenv) -> Venv:
 def test_readme_sections_run_with_only_their_install_line(
     environment: str, dist: Dist, make_venv: MakeVenv, request: pytest.FixtureRequest
 ) -> None:
-    """The snippets marked for ``environment`` pass in a virtualenv that has only it."""
+    """The snippets marked for ``environment``, on every page, pass in a virtualenv that has
+    only it."""
     venv = _make(environment, dist, make_venv)
+    marked = _marked(environment)
     env: dict[str, Any] = {}
-    for snippet in snippets(TEXT):
-        if snippet.environment == environment and snippet.needs:
-            env.update(request.getfixturevalue(snippet.needs) or {})
+    for found in marked.values():
+        for snippet in found:
+            if snippet.needs:
+                env.update(request.getfixturevalue(snippet.needs) or {})
     installed = venv.distributions()
     if environment == "core":
         assert set(installed) <= {"agentstate-reducer", "pip", "setuptools"}, installed
-    proc = run([venv.python, RUNNER, README, environment], cwd=venv.path,
-               env=clean_env(**env), timeout=900)  # fmt: skip
-    assert "ran " in proc.stdout, proc.stdout
+    for page, found in marked.items():
+        proc = run([venv.python, RUNNER, page, environment], cwd=venv.path,
+                   env=clean_env(**env), timeout=900)  # fmt: skip
+        assert f"ran {len(found)} snippets of {page.name}" in proc.stdout, proc.stdout
 
 
 def test_cosmos_readme_runs_with_only_its_install_line(
@@ -108,7 +123,7 @@ def test_cosmos_readme_runs_with_only_its_install_line(
             env.update(request.getfixturevalue(snippet.needs) or {})
     proc = run([venv.python, RUNNER, COSMOS_README, "cosmos"], cwd=venv.path,
                env=clean_env(**env), timeout=900)  # fmt: skip
-    assert f"ran {len(found)} README snippets" in proc.stdout, proc.stdout
+    assert f"ran {len(found)} snippets of README.md" in proc.stdout, proc.stdout
 
 
 @pytest.mark.parametrize(
