@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from packaging.version import Version
@@ -50,11 +51,11 @@ def run_suite(venv: Venv, directory: str, tmp_path: Path) -> str:
 
 def newest(
     extra: str, package: str, directory: str, dist: Dist, make_venv: MakeVenv, tmp_path: Path,
-    page: Path, tools: tuple[str, ...] = (),
+    page: Path, tools: Sequence[str] = ("pytest",),
 ) -> None:  # fmt: skip
     """The snippets of ``page`` (the framework's guide page) for ``extra`` in a virtualenv with
-    only the core wheel and that extra, then ``tests/<directory>`` there (with pytest and
-    ``tools``, packages only some of the tests use, added after the snippets ran)."""
+    only the core wheel and that extra, then ``tests/<directory>`` there (with ``tools``
+    installed for it, constrained to what the extra installed)."""
     venv = make_venv(
         f"{directory}-newest", [f"agentstate-reducer[{extra}] @ {dist.core_wheel.as_uri()}"]
     )
@@ -64,13 +65,13 @@ def newest(
     proc = run([venv.python, RUNNER, page, extra], cwd=tmp_path, env=clean_env(),
                timeout=900)  # fmt: skip
     assert re.search(rf"ran [1-9]\d* snippets of {re.escape(page.name)}", proc.stdout), proc.stdout
-    _install_test_tools(venv, installed, tmp_path, ["pytest", *tools])
+    _install_test_tools(venv, installed, tmp_path, list(tools))
     print(run_suite(venv, directory, tmp_path))
 
 
 def lowest(
     extra: str, floors: dict[str, str], directory: str, dist: Dist, make_venv: MakeVenv,
-    tmp_path: Path, tools: tuple[str, ...] = (),
+    tmp_path: Path, tools: Sequence[str] = ("pytest",),
 ) -> None:  # fmt: skip
     """Every requirement of ``extra`` at exactly its declared floor (which must be
     ``floors``), on the oldest supported Python, and ``tests/<directory>`` there (with pytest
@@ -88,5 +89,5 @@ def lowest(
     for name, floor in floors.items():
         assert Version(resolved[name]) == Version(floor), f"{name}: {resolved[name]} != {floor}"
     print(f"lowest versions for [{extra}]: {floors}")
-    _install_test_tools(venv, resolved, tmp_path, ["pytest", *tools])
+    _install_test_tools(venv, resolved, tmp_path, list(tools))
     print(run_suite(venv, directory, tmp_path))

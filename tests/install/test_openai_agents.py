@@ -20,8 +20,10 @@ def test_guide_and_tests_pass_with_the_newest_openai_agents(
     """The guide's snippet runs with only the extra installed, and the tests pass there
     (with hypothesis, and SQLAlchemy's async SQLite driver for the runs on the SDK's
     ``SQLAlchemySession``)."""
-    newest("openai-agents", "openai-agents", "openai_agents", dist, make_venv, tmp_path,
-           page=GUIDE, tools=("hypothesis", "sqlalchemy[asyncio]", "aiosqlite"))  # fmt: skip
+    newest(
+        "openai-agents", "openai-agents", "openai_agents", dist, make_venv, tmp_path, page=GUIDE,
+        tools=("pytest", "hypothesis", "sqlalchemy[asyncio]", "aiosqlite"),
+    )  # fmt: skip
 
 
 def test_tests_pass_with_openai_agents_at_its_floor(
@@ -30,4 +32,4 @@ def test_tests_pass_with_openai_agents_at_its_floor(
     """The extra's floor is true: ``openai-agents==0.2.8`` (the first release with
     ``RunConfig(call_model_input_filter=)``) on the oldest Python."""
     lowest("openai-agents", FLOORS, "openai_agents", dist, make_venv, tmp_path,
-           tools=("hypothesis",))  # fmt: skip
+           tools=("pytest", "hypothesis"))  # fmt: skip
