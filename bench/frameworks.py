@@ -222,7 +222,7 @@ def _field(item: Any, key: str) -> Any:
 
 def _show(row: Row) -> str:
     return (
-        f"{row['framework']:13} {row['contender']:55} input {row['input_tokens']:>7} tokens"
+        f"{row['framework']:13} {row['contender']:64} input {row['input_tokens']:>7} tokens"
         f" / {row['input_messages']:>4} items, stored {row['stored_items']:>5},"
         f" broken requests {row['invalid_requests']}/{row['requests']}"
         f" {' '.join(row['problems'])}"
