@@ -1,10 +1,11 @@
 """The agent frameworks' suites in virtualenvs of their own, as a user installs each extra.
 
-For a framework extra (``pydantic-ai``, ``google-adk``): a virtualenv with the core wheel and
-the extra at the newest versions, where its guide page's snippets for that extra run first (with
-nothing else installed), then pytest is added and ``tests/<framework>`` runs there; and a
-virtualenv with every requirement of the extra pinned to its declared floor on the oldest
-supported Python, where the same tests run. Each fails when a test fails or is skipped.
+For a framework extra (``pydantic-ai``, ``google-adk``, ``openai-agents``): a virtualenv with
+the core wheel and the extra at the newest versions, where its guide page's snippets for that
+extra run first (with nothing else installed), then pytest is added and ``tests/<framework>``
+runs there; and a virtualenv with every requirement of the extra pinned to its declared floor
+on the oldest supported Python, where the same tests run. Each fails when a test fails or is
+skipped.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def lowest(
     tmp_path: Path, tools: Sequence[str] = ("pytest",),
 ) -> None:  # fmt: skip
     """Every requirement of ``extra`` at exactly its declared floor (which must be
-    ``floors``), on the oldest supported Python, and ``tests/<directory>`` there."""
+    ``floors``), on the oldest supported Python, and ``tests/<directory>`` there (with pytest
+    and ``tools``)."""
     requirements = _requirements(dist.core_wheel, (extra,))
     declared = _version_floors(requirements)
     assert {n: Version(v) for n, v in declared.items()} == {
