@@ -121,31 +121,3 @@ async def async_db_inner(
     """A fresh bare SQLite, PostgreSQL or Redis saver (async)."""
     async for saver in open_async(request.param, request):
         yield saver
-
-
-REDIS_LIST_SERIALIZED = (
-    "langgraph-checkpoint-redis 0.5: RedisSaver.list() returns the messages of each checkpoint "
-    "as serialized dicts ({'lc': 1, 'type': 'constructor', ...}), not as messages "
-    "(get_tuple and AsyncRedisSaver.alist revive them); this test reads them through list(). "
-    "docs/guides/limits.md; tests/langgraph_saver/test_redis.py reproduces it"
-)
-REDIS_UPSTREAM_FAILURES = {
-    "test_compact_thread_writes_a_reduced_newest_checkpoint": REDIS_LIST_SERIALIZED,
-    "test_hundreds_of_turns_stay_bounded_sync": REDIS_LIST_SERIALIZED,
-    "test_a_failing_summary_keeps_the_turn_and_summarises_once_back": REDIS_LIST_SERIALIZED,
-    "test_a_background_store_outage_loses_nothing_and_never_fails_a_turn": REDIS_LIST_SERIALIZED,
-}
-"""Tests that fail on the sync Redis saver for its own bug, by test function: marked
-``xfail(strict=True)`` there, so a fix upstream shows up as a failure asking for the entry
-to go."""
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        if callspec is None:
-            continue
-        backends = {callspec.params.get(name) for name in ("sync_inner", "sync_db_inner")}
-        reason = REDIS_UPSTREAM_FAILURES.get(getattr(item, "originalname", ""))
-        if "redis" in backends and reason is not None:
-            item.add_marker(pytest.mark.xfail(strict=True, reason=reason))
