@@ -11,6 +11,7 @@ run on Redis through the ``sync_inner`` / ``async_inner`` parametrisations of th
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -20,8 +21,9 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.redis import RedisSaver
 from langgraph.checkpoint.redis.aio import AsyncRedisSaver
 from langgraph.types import Command
+from redisvl.exceptions import RedisVLError
 
-from agentstate_reducer import MessageReducer
+from agentstate_reducer import MessageReducer, ReducerConfig
 from agentstate_reducer.langgraph import ReducingCheckpointSaver
 from tests.langgraph_saver._graphs import agent_graph, config, turn
 from tests.langgraph_saver.conftest import redis_prefixes
@@ -174,3 +176,57 @@ def test_upstream_redis_hides_writes_stored_before_their_checkpoint(
     again = redis_inner.get_tuple(stored)
     assert again is not None
     assert {w[2] for w in again.pending_writes} == {"written first", "written after"}
+
+
+def test_a_redis_outage_fails_the_turn_and_loses_nothing(
+    tmp_path: Any, redis_stack_url: str
+) -> None:
+    """Redis stops taking writes (``CLIENT PAUSE ... WRITE`` on a server of this test's own)
+    while a turn is stored: the turn fails with redisvl's error, the thread keeps its
+    previous checkpoint, and after the outage the same turn goes through; every message
+    created is stored or has reached ``on_prune`` (at least once), and the stored list is
+    bounded."""
+    from tests._redis_stack import _bundled_server
+
+    try:
+        server = _bundled_server(tmp_path)
+        url = server.__enter__()
+    except Exception as exc:  # only the bundled server can be paused safely
+        pytest.skip(f"needs the bundled Redis Stack server: {exc}")
+    try:
+        pruned: list[Any] = []
+        reducer = MessageReducer(
+            config=ReducerConfig(
+                min_messages=MIN,
+                max_messages=MAX,
+                on_prune=[lambda messages, namespace: pruned.extend(messages)],
+            )
+        )
+        with RedisSaver.from_conn_string(url, connection_args={"socket_timeout": 0.5}) as inner:
+            inner.setup()
+            graph = agent_graph(ReducingCheckpointSaver(inner, reducer))
+            cfg = config("outage")
+            for n in range(6):
+                graph.invoke(turn(n), cfg, durability="sync")
+            before = inner.get_tuple(cfg)
+            with redis.Redis.from_url(url) as admin:
+                admin.execute_command("CLIENT", "PAUSE", 3000, "WRITE")
+                # what the user sees: the saver's store goes through redisvl, which wraps
+                # the client's error
+                with pytest.raises(RedisVLError, match="Failed to load data: Timeout"):
+                    graph.invoke(turn(6), cfg, durability="sync")
+                admin.execute_command("CLIENT", "UNPAUSE")
+            after = inner.get_tuple(cfg)
+            assert before is not None and after is not None
+            assert after.config == before.config, "the failed turn stored nothing"
+            for n in range(6, 12):
+                graph.invoke(turn(n), cfg, durability="sync")
+            stored = inner.get_tuple(cfg)
+            assert stored is not None
+            kept = stored.checkpoint["channel_values"]["messages"]
+            assert len(kept) <= MAX
+            created = {f"h{n}" for n in range(12)}
+            seen = {m.id for m in kept} | {m.id for m in pruned}
+            assert created <= seen, created - seen
+    finally:
+        server.__exit__(None, None, None)
