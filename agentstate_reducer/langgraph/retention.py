@@ -11,11 +11,13 @@ Pruning is storage housekeeping: when it fails (a concurrent transaction), the p
 triggered it still succeeds, the failure is logged, and the next put tries again.
 
 What pruning never takes: a saver's ``prune`` decides, and the savers that implement it
-delete pending writes only with the checkpoints they delete (PostgresSaver since 3.2, the
-Cosmos DB savers). That matters because LangGraph (``durability="async"``) stores a task's
-writes for checkpoint k before checkpoint k itself: a prune that ran in between and removed
-every write not belonging to a stored checkpoint would lose a finished task's writes (it
-would run again after a crash) or a pending interrupt.
+delete pending writes only with the checkpoints they delete (PostgresSaver since 3.2,
+langgraph-checkpoint-redis's RedisSaver and AsyncRedisSaver, the Cosmos DB savers). That
+matters because LangGraph (``durability="async"``) stores a task's writes for checkpoint k
+before checkpoint k itself: a prune that ran in between and removed every write not
+belonging to a stored checkpoint would lose a finished task's writes (it would run again
+after a crash) or a pending interrupt. (The Redis savers lose such writes by themselves,
+pruning or not: docs/guides/limits.md.)
 
 A graph with a ``DeltaChannel`` is refused (:meth:`CheckpointRetention.before_put`,
 ``NotImplementedError`` before anything is stored): its value is rebuilt from the writes of
@@ -67,8 +69,8 @@ class CheckpointRetention:
         TypeError: ``keep_checkpoints`` is not an int.
         ValueError: ``keep_checkpoints`` is below 1.
         NotImplementedError: The saver implements neither ``prune`` nor ``aprune``
-            (InMemorySaver and SqliteSaver do not; PostgresSaver and the Cosmos DB savers
-            do).
+            (InMemorySaver and SqliteSaver do not; PostgresSaver, the Redis savers and the
+            Cosmos DB savers do).
     """
 
     def __init__(self, saver: BaseCheckpointSaver[Any], keep_checkpoints: int) -> None:
@@ -80,7 +82,7 @@ class CheckpointRetention:
             raise NotImplementedError(
                 f"keep_checkpoints needs a saver that can prune; {type(saver).__name__} "
                 "implements neither prune nor aprune. Use a saver that does (PostgresSaver, "
-                "the Cosmos DB savers) or leave keep_checkpoints unset"
+                "RedisSaver, the Cosmos DB savers) or leave keep_checkpoints unset"
             )
         self._counts: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
