@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import random
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -102,9 +104,42 @@ class SaverState(BaseCheckpointSaver[str]):
     _container: Any
     _closed: bool
     _heads: HeadCache
+    _unfound: UnfoundIds
 
     def _remember_head(self, key: HeadKey, doc: Mapping[str, Any], etag: str) -> None:
         self._heads.set(key, head_state(doc, etag))
+
+
+UNFOUND_IDS = 4096
+"""Checkpoint ids ``get_tuple`` found nothing under that one process remembers."""
+
+
+class UnfoundIds:
+    """The (partition key, thread id, namespace, checkpoint id) s that ``get_tuple`` of this
+    process found nothing under, most recent last, bounded (thread-safe).
+
+    Invariant: an entry was asked for by id and not found at that moment. LangGraph then runs
+    from an empty checkpoint and names that id as the parent of its first put; a put whose
+    parent is here, still not stored, while the namespace has a newer head, is that run (see
+    ``_writes``). A run whose parent was read whole and removed afterwards is not here: its
+    put holds the parent's state in full and is stored as before.
+    """
+
+    def __init__(self, max_entries: int = UNFOUND_IDS) -> None:
+        self._max = max_entries
+        self._data: OrderedDict[tuple[str, str, str, str], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, key: tuple[str, str, str, str]) -> None:
+        with self._lock:
+            self._data.pop(key, None)
+            self._data[key] = None
+            while len(self._data) > self._max:
+                self._data.popitem(last=False)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._data
 
 
 def fits(ops: Sequence[BatchOp]) -> bool:

@@ -28,6 +28,16 @@ large for a batch, or, with ``ttl=``, older than the head), it stores a self-con
 checkpoint (every value written anew under fresh ids: it inherits nothing) and moves the head
 by compare-and-swap, never backwards.
 
+**What makes it safe against a config naming a removed checkpoint.** ``get_tuple`` of an id
+that is not stored returns None (the saver contract), and LangGraph then runs from an empty
+state whose first put names that id as its parent: stored, it would become the thread's latest
+and take its history. Such a put (its parent asked for and not found by this process's
+``get_tuple``, still not stored, and the namespace's head newer) is refused with
+:class:`~agentstate_cosmosdb.errors.CosmosCheckpointRemovedError`, nothing stored. The put is
+the earliest point that can tell (under ``durability="exit"``, after the run's nodes). A run
+that read its parent whole, which clean-up removed afterwards, holds the parent's state in
+full: its put is stored as before.
+
 **What makes it safe against delete_thread.** ``delete_thread`` leaves a tombstone with the
 newest checkpoint id the thread had. A put that builds on a parent that is gone, in a
 namespace without a head, whose parent id the tombstone covers, belongs to a run the thread
@@ -63,7 +73,11 @@ from agentstate_cosmosdb._state import (
     stored_config,
 )
 from agentstate_cosmosdb.documents import EMPTY, b64, json_safe, origin_in
-from agentstate_cosmosdb.errors import CosmosOperationError, CosmosThreadDeletedError
+from agentstate_cosmosdb.errors import (
+    CosmosCheckpointRemovedError,
+    CosmosOperationError,
+    CosmosThreadDeletedError,
+)
 from agentstate_cosmosdb.heads import HeadKey, HeadState
 from agentstate_cosmosdb.ops import (
     BatchOp,
@@ -162,6 +176,13 @@ class WriteOps(MaintenanceOps):
             parent_doc = yield from self._parent_ops(key, state, parent_id)
             if parent_id and parent_doc is None and state.absent:
                 yield from self._refuse_if_deleted_ops(pk, thread_id, ns, str(parent_id))
+            if (
+                parent_id
+                and parent_doc is None
+                and state.checkpoint_id > str(parent_id)
+                and (pk, thread_id, ns, str(parent_id)) in self._unfound
+            ):
+                raise _removed_parent(thread_id, ns, str(parent_id), state.checkpoint_id)
             moves_head = checkpoint_id >= state.checkpoint_id
             if not moves_head and self.ttl is not None:
                 break  # (a touch of the head would restart its ttl)
@@ -626,6 +647,24 @@ class WriteOps(MaintenanceOps):
                     return Outcome.CONFLICT
             return None
         return results if isinstance(results, Outcome) else None
+
+
+def _removed_parent(
+    thread_id: str, ns: str, parent_id: str, latest_id: str
+) -> CosmosCheckpointRemovedError:
+    return CosmosCheckpointRemovedError(
+        f"checkpoint {parent_id!r} of thread {thread_id!r} (namespace {ns!r}), which this put "
+        "builds on, is not stored: keep_checkpoints, prune or delete_for_runs removed it (or it "
+        f"was never stored), and the thread has moved on to checkpoint {latest_id!r}. LangGraph "
+        "found nothing under that id and started from an empty state, which would have "
+        "replaced the thread's history; nothing was stored. Continue from the latest "
+        "checkpoint: drop checkpoint_id from the config ({'configurable': {'thread_id': "
+        f"{thread_id!r}}}}}) and read it again with get_state",
+        thread_id=thread_id,
+        checkpoint_ns=ns,
+        checkpoint_id=parent_id,
+        latest_id=latest_id,
+    )
 
 
 def _batch_or_too_large(pk: str, ops: list[BatchOp]) -> Ops[list[str | None] | Outcome]:
