@@ -450,6 +450,14 @@ class MaintenanceOps(ValueDocs):
             copy.pop("ttl", None)
             if "written" in copy:
                 copy["written"] = {k: now for k in copy["written"]}
+            if "origins" in copy:
+                # The copies are stamped with this saver's ttl (or none) from now.
+                holders = set((copy.get("origins") or {}).values())
+                copy["expires"] = (
+                    {h: now + HOLDER_TTL_FACTOR * self.ttl for h in holders}
+                    if self.ttl is not None
+                    else {}
+                )
             kind = doc["kind"]
             if kind == KIND_HEAD:
                 continue  # moved onto each copied checkpoint below

@@ -33,6 +33,7 @@ __all__ = [
     "BATCH_BYTES",
     "BATCH_MAX_OPS",
     "CAS_ATTEMPTS",
+    "HEAD_TTL_SLACK",
     "HOLDER_TTL_FACTOR",
     "MAINTENANCE_FANOUT",
     "MAINTENANCE_ROUNDS",
@@ -68,9 +69,19 @@ the oldest value it references."""
 
 HOLDER_TTL_FACTOR = 2
 """With ``ttl=``, every document but the head lives ``HOLDER_TTL_FACTOR * ttl`` seconds after
-its last write, the head ``ttl``: a put writes again each value it references that is older
-than ``ttl`` (less the margin), so everything the head needs outlives it, and a thread reads
-whole for ``ttl`` seconds after its last put."""
+its last write, the head ``ttl + HEAD_TTL_SLACK``: a put writes again each value it references
+that would expire sooner than its head (plus the margin), so everything the head needs
+outlives it, and a thread reads whole for ``ttl`` seconds after its last put.
+
+Each checkpoint records when each holder it references expires (``expires``; a holder without
+a ttl is not listed), so instances with different ``ttl=`` (or none) on one container keep
+each other's threads whole: a put without ttl writes again every value whose holder has one,
+a put with a longer ttl every value whose holder would expire before its head."""
+
+HEAD_TTL_SLACK = 1
+"""The service stamps ``_ts`` in whole seconds (rounded down) and expires a document once
+``_ts + ttl`` has passed, so a document stamped with ``ttl`` can expire up to a second short of
+it: the head gets this much more."""
 
 TOMBSTONE_MIN_TTL = 86_400
 """With ``ttl=``, a tombstone lives at least this long (or the holders' ttl, if longer)."""

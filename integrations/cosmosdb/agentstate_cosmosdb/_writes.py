@@ -65,6 +65,8 @@ from langgraph.checkpoint.base import (
 from agentstate_cosmosdb._maintenance import MaintenanceOps
 from agentstate_cosmosdb._state import (
     CAS_ATTEMPTS,
+    HEAD_TTL_SLACK,
+    HOLDER_TTL_FACTOR,
     MAINTENANCE_FANOUT,
     TTL_MARGIN_SECONDS,
     backoff,
@@ -278,31 +280,34 @@ class WriteOps(MaintenanceOps):
                     inline[channel] = [type_, b64(data)]
 
         # Unchanged channels point where the parent found them, unless that holder is unknown
-        # or (with ttl) older than the ttl: then the value is written again here, so that
-        # everything the head references outlives it (see _state.HOLDER_TTL_FACTOR).
+        # or would expire before the head this put writes (with ttl: sooner than the head's
+        # ttl; without: at all, as a holder another instance wrote with ttl= would): then the
+        # value is written again here, so that everything the head references outlives it,
+        # whatever ttl each instance sharing the container runs with (see _state).
         origins: dict[str, str] = {}
         written: dict[str, float] = {}
+        expires: dict[str, float] = {}
         empty: list[str] = []
         rewrite: list[str] = []
         refs: list[str] = []
-        parent_written: Mapping[str, float] = (parent_doc or {}).get("written") or {}
         for channel in versions:
             if channel in inline or channel in new_versions:
                 continue
             found = origin_in(parent_doc, channel, versions[channel])
             if found == EMPTY:
                 empty.append(channel)
-            elif found is None or (
-                self.ttl is not None
-                and now - float(parent_written.get(found, 0.0)) > self.ttl - TTL_MARGIN_SECONDS
-            ):
+                continue
+            expiry = None if found is None else self._holder_expiry(parent_doc, found)
+            if found is None or not self._outlives_head(expiry, now):
                 rewrite.append(channel)
-            else:
-                origins[channel] = found
-                if found not in refs:
-                    refs.append(found)
+                continue
+            origins[channel] = found
+            if found not in refs:
+                refs.append(found)
+            if expiry is not None:
+                expires[found] = expiry
                 if self.ttl is not None:
-                    written[found] = float(parent_written[found])
+                    written[found] = expiry - HOLDER_TTL_FACTOR * self.ttl
 
         # New (and rewritten) values of small channels live in the checkpoint document; big
         # ones in blob documents, chunked past CHUNK_BYTES. Each version is stored once.
@@ -345,6 +350,7 @@ class WriteOps(MaintenanceOps):
         if self.ttl is not None:
             for holder in {*origins.values()}:
                 written.setdefault(holder, now)
+                expires.setdefault(holder, now + HOLDER_TTL_FACTOR * self.ttl)
 
         body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         ser_type, ser = self.serde.dumps_typed(body)
@@ -371,9 +377,39 @@ class WriteOps(MaintenanceOps):
                 "own": [d["id"] for d in blob_docs],
             }
         )
+        cp_doc["expires"] = expires
         if self.ttl is not None:
-            cp_doc["written"] = written
+            cp_doc["written"] = written  # what versions before `expires` read
         return _Plan(chunk_docs, blob_docs, cp_doc, self._head_doc(cp_doc, now), refs)
+
+    def _holder_expiry(self, parent_doc: Mapping[str, Any] | None, holder: str) -> float | None:
+        """When (epoch seconds) ``holder`` expires, as the parent recorded it; None: never.
+
+        ``expires`` lists every holder that has a ttl (absent: written without one). Documents
+        from before it record only ``written`` (with ``ttl=``: when each holder was written,
+        under an unknown ttl): with ``ttl=``, this saver's is assumed, as those versions did;
+        without, the holder counts as expiring now (written again once)."""
+        doc = parent_doc or {}
+        if "expires" in doc:
+            recorded = (doc.get("expires") or {}).get(holder)
+            return None if recorded is None else float(recorded)
+        written = doc.get("written")
+        if written is None:
+            return None  # a checkpoint written without ttl= by an older version
+        when = written.get(holder)
+        if when is None or self.ttl is None:
+            return 0.0
+        return float(when) + HOLDER_TTL_FACTOR * self.ttl
+
+    def _outlives_head(self, expiry: float | None, now: float) -> bool:
+        """Whether a holder expiring at ``expiry`` outlives the head a put at ``now`` writes
+        (without ttl= the head never expires; with it, it lives ``ttl + HEAD_TTL_SLACK``
+        seconds, and a holder expiring sooner than that plus the margin is written again)."""
+        if self.ttl is None:
+            return expiry is None
+        if expiry is None:
+            return False  # no ttl: written again with one, so the thread expires as a whole
+        return expiry - now >= self.ttl + HEAD_TTL_SLACK + TTL_MARGIN_SECONDS
 
     def _put_batch_ops(
         self, key: HeadKey, state: HeadState, plan: _Plan, moves_head: bool, check: bool

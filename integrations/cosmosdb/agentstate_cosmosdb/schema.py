@@ -166,8 +166,13 @@ class CheckpointDoc(_Stamped):
     own: list[str]
     """Blob documents this checkpoint wrote."""
     written: dict[str, float]
-    """With ``ttl=`` only: holder id -> when (epoch seconds) it was written; a holder older than
-    half the ttl has its value written again by the next put (see ``_base`` and ``_writes``)."""
+    """With ``ttl=`` only: holder id -> when (epoch seconds) it was written (kept for versions
+    before ``expires``, which read it)."""
+    expires: dict[str, float]
+    """Holder id -> when (epoch seconds) it expires, for every referenced holder that has a
+    ttl (absent: none). A put writes again each value whose holder would expire before the
+    head it writes (see ``_state.HOLDER_TTL_FACTOR``). Absent from documents written before
+    it: ``written`` is read instead."""
 
 
 class HeadDoc(CheckpointDoc, total=False):
