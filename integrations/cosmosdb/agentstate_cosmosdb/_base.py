@@ -67,7 +67,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from agentstate_cosmosdb._reads import ReadOps
 from agentstate_cosmosdb._setup import SetupOps
-from agentstate_cosmosdb._state import UnfoundIds
+from agentstate_cosmosdb._state import RecentIds
 from agentstate_cosmosdb._writes import WriteOps
 from agentstate_cosmosdb.documents import resolve_codec
 from agentstate_cosmosdb.errors import (
@@ -201,7 +201,8 @@ class BaseCosmosDBSaver(SetupOps, WriteOps, ReadOps):
         self._inflight = 0
         self._inflight_lock = threading.Condition()
         self._heads = HeadCache()
-        self._unfound = UnfoundIds()
+        self._unfound = RecentIds()
+        self._deleted_runs = RecentIds()
         # (pk, ns) of threads whose checkpoint this process refused (a DeltaChannel): their
         # pending writes are refused too, so a refused graph stores nothing.
         self._refused_threads: OrderedDict[tuple[str, str], None] = OrderedDict()

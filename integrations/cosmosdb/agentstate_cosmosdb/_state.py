@@ -42,6 +42,7 @@ __all__ = [
     "TTL_MARGIN_SECONDS",
     "SaverState",
     "backoff",
+    "checkpoint_id_at",
     "fits",
     "head_state",
     "stored_config",
@@ -115,28 +116,30 @@ class SaverState(BaseCheckpointSaver[str]):
     _container: Any
     _closed: bool
     _heads: HeadCache
-    _unfound: UnfoundIds
+    _unfound: RecentIds
+    """Checkpoints ``get_tuple`` of this process asked for by id and found nothing under (at
+    that moment). LangGraph then runs from an empty checkpoint and names that id as the parent
+    of its first put; a put whose parent is here, still not stored, while the namespace has a
+    newer head, is that run, and is refused (see ``_writes``). A run whose parent was read
+    whole and removed afterwards is not here: its put holds the parent's state in full."""
+    _deleted_runs: RecentIds
+    """Checkpoints whose put this process refused because their thread was deleted under
+    their run: their pending writes are refused too (see ``_writes``)."""
 
     def _remember_head(self, key: HeadKey, doc: Mapping[str, Any], etag: str) -> None:
         self._heads.set(key, head_state(doc, etag))
 
 
-UNFOUND_IDS = 4096
-"""Checkpoint ids ``get_tuple`` found nothing under that one process remembers."""
+RECENT_IDS = 4096
+"""Entries a :class:`RecentIds` keeps."""
 
 
-class UnfoundIds:
-    """The (partition key, thread id, namespace, checkpoint id) s that ``get_tuple`` of this
-    process found nothing under, most recent last, bounded (thread-safe).
+class RecentIds:
+    """A bounded, thread-safe set of (partition key, thread id, namespace, checkpoint id) s,
+    the most recent kept (what each set holds is stated where :class:`SaverState` declares
+    it)."""
 
-    Invariant: an entry was asked for by id and not found at that moment. LangGraph then runs
-    from an empty checkpoint and names that id as the parent of its first put; a put whose
-    parent is here, still not stored, while the namespace has a newer head, is that run (see
-    ``_writes``). A run whose parent was read whole and removed afterwards is not here: its
-    put holds the parent's state in full and is stored as before.
-    """
-
-    def __init__(self, max_entries: int = UNFOUND_IDS) -> None:
+    def __init__(self, max_entries: int = RECENT_IDS) -> None:
         self._max = max_entries
         self._data: OrderedDict[tuple[str, str, str, str], None] = OrderedDict()
         self._lock = threading.Lock()
@@ -151,6 +154,18 @@ class UnfoundIds:
     def __contains__(self, key: object) -> bool:
         with self._lock:
             return key in self._data
+
+
+_UUID_EPOCH_OFFSET = 0x01B21DD213814000
+"""100-nanosecond intervals from 1582-10-15 (the UUID epoch) to 1970-01-01."""
+
+
+def checkpoint_id_at(seconds: float) -> str:
+    """The greatest checkpoint id LangGraph (a uuid6: its time first, so ids sort by time)
+    can make at ``seconds`` since the epoch: every id made before then sorts below it."""
+    ts = int(seconds * 10_000_000) + _UUID_EPOCH_OFFSET
+    high, mid, low = (ts >> 28) & 0xFFFFFFFF, (ts >> 12) & 0xFFFF, ts & 0x0FFF
+    return f"{high:08x}-{mid:04x}-6{low:03x}-ffff-ffffffffffff"
 
 
 def fits(ops: Sequence[BatchOp]) -> bool:

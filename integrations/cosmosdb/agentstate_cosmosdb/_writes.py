@@ -39,11 +39,14 @@ that read its parent whole, which clean-up removed afterwards, holds the parent'
 full: its put is stored as before.
 
 **What makes it safe against delete_thread.** ``delete_thread`` leaves a tombstone with the
-newest checkpoint id the thread had. A put that builds on a parent that is gone, in a
-namespace without a head, whose parent id the tombstone covers, belongs to a run the thread
-was deleted under: it is refused with :class:`~agentstate_cosmosdb.errors.
-CosmosThreadDeletedError` and stores nothing; so are its pending writes (their batch reads the
-namespace's head). A run that starts afresh on the same thread id is not affected.
+newest checkpoint id the thread had, and the greatest id a checkpoint made before the delete
+can have (``deleted_at``). A put that builds on a parent that is gone, in a namespace without
+a head, whose parent id the tombstone covers, belongs to a run the thread was deleted under:
+it is refused with :class:`~agentstate_cosmosdb.errors.CosmosThreadDeletedError` and stores
+nothing; so are pending writes, in a namespace without a head, for a checkpoint it covers
+(their batch reads the namespace's head), stored or not yet (``durability="async"`` stores
+writes before their checkpoint). A run that starts afresh on the same thread id is not
+affected (its checkpoints are made after the delete).
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ from agentstate_cosmosdb.ops import (
     Sleep,
     Upsert,
     batch,
+    query,
     read,
     read_many,
     write,
@@ -102,12 +106,14 @@ from agentstate_cosmosdb.ops import now as clock_now
 from agentstate_cosmosdb.schema import (
     KIND_BLOB,
     KIND_CHECKPOINT,
+    KIND_CHUNK,
     KIND_VALUES,
     KIND_WRITE_VALUE,
     KIND_WRITES,
     KIND_WRITES_MARK,
     KIND_WRITES_PART,
     SCHEMA_VERSION,
+    SELECT_NS_INDEX_SQL,
     blob_id,
     checkpoint_doc_id,
     head_id,
@@ -177,7 +183,14 @@ class WriteOps(MaintenanceOps):
             state = cached if cached is not None else (yield from self._head_state_ops(key))
             parent_doc = yield from self._parent_ops(key, state, parent_id)
             if parent_id and parent_doc is None and state.absent:
-                yield from self._refuse_if_deleted_ops(pk, thread_id, ns, str(parent_id))
+                try:
+                    yield from self._refuse_if_deleted_ops(pk, thread_id, ns, str(parent_id))
+                except CosmosThreadDeletedError:
+                    # Writes of this checkpoint stored meanwhile (before it, under
+                    # durability="async") go now; later ones are refused.
+                    self._deleted_runs.add((pk, thread_id, ns, checkpoint_id))
+                    yield from self._drop_writes_ops(pk, thread_id, ns, checkpoint_id)
+                    raise
             if (
                 parent_id
                 and parent_doc is None
@@ -241,16 +254,45 @@ class WriteOps(MaintenanceOps):
             return None
         return doc
 
-    def _refuse_if_deleted_ops(self, pk: str, thread_id: str, ns: str, parent_id: str) -> Ops[None]:
-        """Raise when the tombstone of ``delete_thread`` covers ``parent_id``."""
+    def _refuse_if_deleted_ops(
+        self, pk: str, thread_id: str, ns: str, checkpoint_id: str, *, writes: bool = False
+    ) -> Ops[None]:
+        """Raise when the tombstone of ``delete_thread`` covers ``checkpoint_id`` (the parent
+        of a put, or the checkpoint of pending writes): it is up to the newest checkpoint the
+        thread had, or was made before the delete (``deleted_at``: under
+        ``durability="async"`` a run stores a task's writes before their checkpoint, which
+        may not have been stored when the thread was deleted)."""
         tomb = yield from read(tombstone_id(), pk)
-        if tomb is not None and parent_id <= str(tomb.get("before") or ""):
+        if tomb is None:
+            return
+        before = str(tomb.get("before") or "")
+        deleted_at = str(tomb.get("deleted_at") or "")
+        if checkpoint_id <= before or checkpoint_id <= deleted_at:
+            what = "pending writes for checkpoint" if writes else "checkpoint"
             raise CosmosThreadDeletedError(
                 f"thread {thread_id!r} was deleted (delete_thread) while a run was using it: "
-                f"checkpoint {parent_id!r} (namespace {ns!r}), which this run builds on, is "
-                "gone, and nothing of the run was stored after the delete. Start the thread "
-                "again with new input (a run without checkpoint_id)."
+                f"{what} {checkpoint_id!r} (namespace {ns!r}) belongs to that run, so it was "
+                "refused, as is everything the run stores from now on (what it stored before "
+                "the delete went with the thread). Start the thread again with new input (a "
+                "run without checkpoint_id)."
             )
+
+    def _drop_writes_ops(self, pk: str, thread_id: str, ns: str, checkpoint_id: str) -> Ops[None]:
+        """Delete every pending-write document of one checkpoint (writes, parts, values and
+        their chunks, the mark)."""
+        index = yield from query(
+            SELECT_NS_INDEX_SQL, (("@pk", pk), ("@thread_id", thread_id), ("@ns", ns)), pk
+        )
+        kinds = (KIND_WRITES, KIND_WRITES_PART, KIND_WRITE_VALUE, KIND_WRITES_MARK)
+        ids = {
+            str(d["id"])
+            for d in index
+            if d.get("kind") in kinds and d.get("checkpoint_id") == checkpoint_id
+        }
+        ids.update(
+            str(d["id"]) for d in index if d.get("kind") == KIND_CHUNK and d.get("blob_id") in ids
+        )
+        yield from _delete_in_groups(pk, sorted(ids))
 
     def _put_plan(
         self,
@@ -484,6 +526,13 @@ class WriteOps(MaintenanceOps):
         pk = partition_key(thread_id)
         if not writes:
             return
+        if (pk, thread_id, ns, checkpoint_id) in self._deleted_runs:
+            raise CosmosThreadDeletedError(
+                f"thread {thread_id!r} was deleted (delete_thread) while a run was using it: "
+                f"pending writes for checkpoint {checkpoint_id!r} (namespace {ns!r}), whose "
+                "checkpoint was refused, are refused too. Start the thread again with new "
+                "input (a run without checkpoint_id)."
+            )
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         # Large values get ids of their own per call, so a call whose entries are dropped
         # (the first write of a task and index wins) cannot replace a kept value; a special
@@ -673,7 +722,7 @@ class WriteOps(MaintenanceOps):
         pk, thread_id, ns = key
         results = yield from _batch_or_too_large(pk, [Read(head_id(ns), pk), *ops])
         if results is Outcome.PRECONDITION_FAILED:
-            yield from self._refuse_if_deleted_ops(pk, thread_id, ns, checkpoint_id)
+            yield from self._refuse_if_deleted_ops(pk, thread_id, ns, checkpoint_id, writes=True)
             results = yield from _batch_or_too_large(pk, ops)
         if results is Outcome.TOO_LARGE:
             # Refused as too large: the mark first, then the writes, one by one.
