@@ -21,7 +21,8 @@ What pruning makes unsafe: a config that names a checkpoint pruning removed (a h
 UI holding ``get_state(cfg).config``, a fork from ``update_state``, time travel). LangGraph's
 ``get_tuple`` finds nothing under that id and the run starts from an empty state, whose first
 put would become the thread's latest and take its history. :meth:`CheckpointRetention.
-check_parent` refuses that put (``ValueError`` naming thread, namespace and ids, nothing
+check_parent` refuses that put (and, before it, a ``Command(resume=...)``'s resume value,
+written for that id) (``ValueError`` naming thread, namespace and ids, nothing
 stored): a put whose parent checkpoint the wrapper's ``get_tuple`` found nothing under, still
 not stored, while the namespace holds a newer one. ``get_tuple`` itself still returns None for
 an id it lacks (the saver contract), so the first put is the earliest point that can tell:

@@ -427,6 +427,11 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        if self.retention is not None:
+            # Writes for a checkpoint get_tuple found nothing under (a Command(resume=...) run
+            # from a pruned checkpoint stores its resume value first): refused before its
+            # nodes run, as its first put would be.
+            self.retention.check_parent(config)
         if self._inner_takes_task_path:
             self.inner.put_writes(config, writes, task_id, task_path)
         else:
@@ -440,6 +445,8 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        if self.retention is not None:
+            await self.retention.acheck_parent(config)
         if self._inner_async_takes_task_path:
             await self.inner.aput_writes(config, writes, task_id, task_path)
         else:

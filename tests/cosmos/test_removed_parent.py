@@ -44,7 +44,8 @@ def _chat_graph(saver: Any) -> Any:
 
 def test_late_resume_from_a_removed_checkpoint_is_refused(server: CosmosTestServer) -> None:
     """A UI's late resume with a config another instance's retention removed is refused with
-    the thread, namespace and both ids named, and the thread's latest state is untouched."""
+    the thread, namespace and both ids named (at its resume value, so nothing of it is
+    stored), and the thread's latest state is untouched."""
     container, cfg = new_container(), {"configurable": {"thread_id": "hitl"}}
     kwargs = saver_kwargs(server, keep_checkpoints=2)
     with (
@@ -63,6 +64,9 @@ def test_late_resume_from_a_removed_checkpoint_is_refused(server: CosmosTestServ
         with pytest.raises(CosmosCheckpointRemovedError) as info:
             ga.invoke(Command(resume="late"), ui_cfg)
         after = gb.get_state(cfg)
+        # Refused at the resume value's pending write, before the node ran: nothing stored.
+        removed_id = ui_cfg["configurable"]["checkpoint_id"]
+        assert [d for d in a.thread_documents("hitl") if d.get("checkpoint_id") == removed_id] == []
     assert after.values == before.values
     assert after.config == before.config
     err = info.value

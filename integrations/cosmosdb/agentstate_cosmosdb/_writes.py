@@ -33,8 +33,10 @@ that is not stored returns None (the saver contract), and LangGraph then runs fr
 state whose first put names that id as its parent: stored, it would become the thread's latest
 and take its history. Such a put (its parent asked for and not found by this process's
 ``get_tuple``, still not stored, and the namespace's head newer) is refused with
-:class:`~agentstate_cosmosdb.errors.CosmosCheckpointRemovedError`, nothing stored. The put is
-the earliest point that can tell (under ``durability="exit"``, after the run's nodes). A run
+:class:`~agentstate_cosmosdb.errors.CosmosCheckpointRemovedError`, nothing stored, and so are
+pending writes for that id (a ``Command(resume=...)`` stores its resume value first, before
+any node runs). That is the earliest point that can tell (for a run with new input under
+``durability="exit"``, after the run's nodes). A run
 that read its parent whole, which clean-up removed afterwards, holds the parent's state in
 full: its put is stored as before.
 
@@ -526,6 +528,14 @@ class WriteOps(MaintenanceOps):
         pk = partition_key(thread_id)
         if not writes:
             return
+        if (pk, thread_id, ns, checkpoint_id) in self._unfound:
+            # A run from an empty state that names a removed checkpoint (a Command(resume=...)
+            # stores its resume value first): refused here, before its nodes run.
+            where: HeadKey = (pk, thread_id, ns)
+            head = yield from self._head_state_ops(where)
+            own = yield from self._parent_ops(where, head, checkpoint_id)
+            if own is None and head.checkpoint_id > checkpoint_id:
+                raise _removed_parent(thread_id, ns, checkpoint_id, head.checkpoint_id)
         if (pk, thread_id, ns, checkpoint_id) in self._deleted_runs:
             raise CosmosThreadDeletedError(
                 f"thread {thread_id!r} was deleted (delete_thread) while a run was using it: "
