@@ -255,7 +255,7 @@ def _refuse_removed(config: RunnableConfig, parent: str, latest: RunnableConfig 
     thread_id = configurable["thread_id"]
     raise ValueError(
         f"checkpoint {parent!r} of thread {thread_id!r} (namespace "
-        f"{configurable.get('checkpoint_ns', '')!r}), which this put builds on, is not stored: "
+        f"{configurable.get('checkpoint_ns', '')!r}), which this run builds on, is not stored: "
         "keep_checkpoints pruned it (or it was removed otherwise, or never stored), and the "
         f"thread has moved on to checkpoint {latest_id!r}. LangGraph found nothing under that "
         "id and started from an empty state, which would have replaced the thread's history; "

@@ -748,7 +748,7 @@ def _removed_parent(
     thread_id: str, ns: str, parent_id: str, latest_id: str
 ) -> CosmosCheckpointRemovedError:
     return CosmosCheckpointRemovedError(
-        f"checkpoint {parent_id!r} of thread {thread_id!r} (namespace {ns!r}), which this put "
+        f"checkpoint {parent_id!r} of thread {thread_id!r} (namespace {ns!r}), which this run "
         "builds on, is not stored: keep_checkpoints, prune or delete_for_runs removed it (or it "
         f"was never stored), and the thread has moved on to checkpoint {latest_id!r}. LangGraph "
         "found nothing under that id and started from an empty state, which would have "
