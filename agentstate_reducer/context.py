@@ -548,7 +548,9 @@ class ReduceContext:
         """Plan afresh: a block inserted mid-list has no place in the incremental state.
         The list keeps the format it was read in (pruning may have left only messages that
         several formats read alike)."""
-        state = PlanState(self.limits)
+        # Once the input's index 0 was not kept (a block stood there), what pruning brings
+        # to the front is not the conversation's first message: it is not pinned.
+        state = PlanState(self.limits, first_gone=self.state.start == 0)
         state.formats = self.state.formats
         views, tokens = self.reader.read(self._messages, lambda i: f"messages[{i}]")
         state.extend(views, tokens)

@@ -665,3 +665,41 @@ def test_a_replay_after_another_writer_summarised_calls_nothing() -> None:
     replayed = reducer.reduce(first, namespace="c")
     assert len(summarize.calls) == calls, "the replay called summarize_fn again"
     assert [m["id"] for m in replayed.surviving] == [m.get("id") for m in stored.surviving]
+
+
+_PRESERVE = st.sampled_from([True, "system", False])
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    conversations(max_turns=10),
+    shapes.filter(lambda s: s != "duck"),
+    _PRESERVE,
+    _PRESERVE,
+    st.integers(2, 10),
+    st.data(),
+)
+def test_writers_pinning_differently_keep_one_summary_and_summarise_each_message_once(
+    records: Any, shape: str, first: Any, second: Any, high: int, data: st.DataObject
+) -> None:
+    """One conversation, two writers sharing memories whose ``preserve_first`` differ (the
+    agent middleware runs the reducer with ``"system"``, a saver with the reducer's
+    ``True``), taking turns on the growing list: a summary block one of them put at index
+    0 is never pinned there as the "first message" by the other, so the list holds one
+    block at most, every message given reaches ``summarize_fn`` at most once, and the
+    block at index 0 is folded by whichever writer summarises next."""
+    summarize = Summarizer()
+    low = data.draw(st.integers(0, high), label="min_messages")
+    one = injecting(summarize, min_messages=low, max_messages=high, preserve_first=first)
+    other = one.with_config(preserve_first=second)
+    history: list[Any] = []
+    for turn, message in enumerate(rendered(records, shape)):
+        writer = one if turn % 2 == 0 else other
+        at_front = history[0] if history and is_summary(history[0]) else None
+        result = writer.reduce(existing=history, new=[message])
+        history = result.surviving
+        assert sum(is_summary(m) for m in history) <= 1, [content_of(m) for m in history]
+        if at_front is not None and result.summary_messages:
+            assert any(m is at_front for m in result.folded_summaries), "a block was pinned"
+    summarised = [id(m) for call in summarize.calls for m in call if not is_summary(m)]
+    assert len(summarised) == len(set(summarised)), "a message was summarised twice"
