@@ -32,7 +32,7 @@ from typing import Any, TypeVar, overload
 
 from ._calls import Call, Effects, hook_name
 from ._memory import namespace_key
-from .errors import StepError
+from .errors import StepError, SummaryError
 from .messages import fingerprint, id_of, read_view, view_of, with_id
 from .planner import PlanLimits, PlanState
 from .reader import Reader
@@ -500,6 +500,17 @@ class ReduceContext:
             self._placeholder = []
             self._rebuild()
         slot = yield from summaries.begin(conversation)
+        if slot is None:
+            # As with a hook still handing messages over: keep them, prune nothing.
+            busy = TimeoutError(
+                "another reduce of this conversation was still making its summary after "
+                f"Handoff.wait={summaries.wait:g} s"
+            )
+            raise SummaryError(
+                f"{busy}; nothing was pruned (this list keeps those messages, so they are "
+                "not summarised twice)",
+                self._summary_pruned,
+            ) from busy
         try:
             position = self._block_position()
             pruned = self._summary_pruned

@@ -3,7 +3,8 @@
 ::
 
     ReducerError                 base of everything below
-    ├── SummaryError             summarize_fn raised or returned something unusable
+    ├── SummaryError             summarize_fn raised or returned something unusable (or
+    │                            another reduce's summary outlasted Handoff.wait)
     ├── StepError                user code a policy step called (a compressor) failed
     └── PruneHookError           an on_prune hook failed to take messages
         └── BackgroundHookError  a Background hook keeps failing; its batches are kept
@@ -27,7 +28,10 @@ class ReducerError(Exception):
 
 
 class SummaryError(ReducerError):
-    """``summarize_fn`` failed, so nothing was pruned.
+    """``summarize_fn`` failed, so nothing was pruned; or another reduce of the
+    conversation was still making its summary after ``Handoff.wait`` seconds (then the
+    cause is a ``TimeoutError``, and this reduce kept the messages that summary may cover
+    instead of summarising them a second time).
 
     Attributes:
         pruned: The messages the reducer was about to prune and summarise (after any

@@ -703,3 +703,77 @@ def test_writers_pinning_differently_keep_one_summary_and_summarise_each_message
             assert any(m is at_front for m in result.folded_summaries), "a block was pinned"
     summarised = [id(m) for call in summarize.calls for m in call if not is_summary(m)]
     assert len(summarised) == len(set(summarised)), "a message was summarised twice"
+
+
+@pytest.mark.parametrize("mode", ["keep", "raise"])
+@pytest.mark.parametrize("runner", ["threads", "asyncio"])
+def test_a_summary_still_being_made_after_the_wait_is_not_made_twice(
+    runner: str, mode: str
+) -> None:
+    """A summarizer that outlasts ``Handoff.wait``: the overlapping reduce of the same
+    conversation stops waiting, then keeps the messages that summary may cover and prunes
+    nothing (``"keep"``: the input comes back with ``summary_error`` saying why;
+    ``"raise"``: ``SummaryError`` from a ``TimeoutError``), as it does for a hook still
+    handing them over. ``summarize_fn`` runs once; the first reduce's block stands."""
+    import asyncio
+    import threading
+
+    calls: list[int] = []
+    entered = threading.Event()
+    history = with_ids(chat(4))
+
+    def record(messages: list[Any]) -> bool:
+        calls.append(len(messages))
+        entered.set()
+        return len(calls) == 1
+
+    def slow(messages: list[Any]) -> str:
+        if record(messages):
+            time.sleep(0.8)
+        return f"summary {len(calls)}"
+
+    async def aslow(messages: list[Any]) -> str:
+        if record(messages):
+            await asyncio.sleep(0.8)
+        return f"summary {len(calls)}"
+
+    summarize = slow if runner == "threads" else aslow
+    reducer = injecting(summarize, handoff=Handoff(wait=0.2, on_error=mode))
+
+    def second() -> Any:
+        if mode == "keep":
+            return reducer.reduce(history) if runner == "threads" else None
+        with pytest.raises(SummaryError, match=r"Handoff.wait=0.2 s") as caught:
+            reducer.reduce(history)
+        return caught
+
+    if runner == "threads":
+        first: list[Any] = []
+        worker = threading.Thread(target=lambda: first.append(reducer.reduce(history)))
+        worker.start()
+        assert entered.wait(5)
+        other = second()
+        worker.join(5)
+        made = first[0]
+    else:
+
+        async def both() -> tuple[Any, Any]:
+            task = asyncio.create_task(reducer.areduce(history))
+            while not calls:
+                await asyncio.sleep(0.01)
+            if mode == "keep":
+                late = await reducer.areduce(history)
+            else:
+                with pytest.raises(SummaryError, match=r"Handoff.wait=0.2 s") as late:
+                    await reducer.areduce(history)
+            return await task, late
+
+        made, other = asyncio.run(both())
+    assert calls == [calls[0]], "summarize_fn ran twice"
+    assert made.summary == "summary 1"
+    if mode == "keep":
+        assert other.surviving == history and other.pruned == []
+        assert isinstance(other.summary_error.__cause__, TimeoutError)
+    else:
+        assert isinstance(other.value.__cause__, TimeoutError)
+        assert [m["id"] for m in other.value.pruned] == [m["id"] for m in made.pruned]
