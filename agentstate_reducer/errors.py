@@ -71,9 +71,11 @@ class PruneHookError(ReducerError):
     Nothing is lost: with ``on_prune_error="raise"`` the reducer keeps the messages a hook
     did not take and hands them over again, first thing, on its next reduce (see
     ``reducer.handoff_status()``), and ``result`` is the reduced list, safe to go on with.
-    When its retry store is full (``max_pending_handoff``) it cannot keep them: then
-    ``kept`` is False and ``result`` is the input with nothing pruned, still safe to go on
-    with. Either way ``error.result.surviving`` is the list to use.
+    When its retry store is full (``max_pending_handoff``) it cannot keep them, and when
+    another reduce was still handing them over after ``Handoff.wait`` it does not (that
+    hand-off may yet succeed): then ``kept`` is False and ``result`` is the input with
+    nothing pruned, still safe to go on with. Either way ``error.result.surviving`` is the
+    list to use.
 
     Attributes:
         pruned: The messages the failing hooks did not take.

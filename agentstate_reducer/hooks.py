@@ -136,6 +136,9 @@ class HookFailure:
     called: bool = True
     """Whether the hook was called and raised (False: it was left alone, still waiting
     after an earlier failure)."""
+    late: bool = False
+    """Another reduce was still handing the messages to the hook after ``Handoff.wait``:
+    not kept for a retry, the list keeps them (so they are not handed over twice)."""
 
 
 class _Claim:
@@ -371,7 +374,7 @@ class HookDelivery:
                 f"another reduce of this conversation was still handing {len(late)} of these "
                 f"messages to the hook after Handoff.wait={self._wait:g} s"
             )
-            out.append(HookFailure(hook, timeout, late, namespace, kept=False))
+            out.append(HookFailure(hook, timeout, late, namespace, kept=False, late=True))
         if held:
             assert error is not None
             out.append(HookFailure(hook, error, held, namespace, kept=keep_failed))
@@ -574,6 +577,12 @@ def hook_error(
         then, result = "they could not be kept for a retry (max_pending_handoff)", None
     elif all(not f.kept and f.messages for f in failures) and reduced is None:
         then, result = "nothing was pruned: they stay in the list for the next reduce", unchanged
+    elif all(f.kept or f.late for f in failures):
+        then = (
+            "nothing was pruned: they stay in the list for the next reduce (the other "
+            "reduce's hand-off may still succeed, so they are not kept for a retry)"
+        )
+        result = unchanged
     else:
         then = "they could not all be kept for a retry (max_pending_handoff): nothing was pruned"
         result = unchanged

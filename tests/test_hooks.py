@@ -489,6 +489,10 @@ def test_a_hook_that_hangs_does_not_hang_the_overlapping_reduce(on_prune_error: 
     if on_prune_error == "raise":
         assert isinstance(second, PruneHookError) and not second.kept
         assert "Handoff.wait" in str(second)
+        # Nothing was pending and the retry store was not full: the message says why
+        # they were not kept (the other hand-off may still succeed), not max_pending.
+        assert "max_pending" not in str(second) and "nothing was pruned" in str(second)
+        assert reducer.handoff_status().pending_messages == 0
         second = second.result
     assert second.surviving == history and second.pruned == []
     assert isinstance(second.hook_error, PruneHookError)
