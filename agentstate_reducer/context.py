@@ -30,7 +30,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
-from ._calls import Call, Effects, hook_name
+from ._calls import Call, Effects, LoopBlockedError, hook_name
 from ._memory import namespace_key
 from .errors import StepError, SummaryError
 from .messages import fingerprint, id_of, read_view, view_of, with_id
@@ -499,12 +499,16 @@ class ReduceContext:
             self._messages = [m for m in self._messages if id(m) not in ours]
             self._placeholder = []
             self._rebuild()
-        slot = yield from summaries.begin(conversation)
+        try:
+            slot = yield from summaries.begin(conversation)
+        except LoopBlockedError as blocked:
+            slot, why = None, f": {blocked}"
+        else:
+            why = f" after Handoff.wait={summaries.wait:g} s"
         if slot is None:
             # As with a hook still handing messages over: keep them, prune nothing.
             busy = TimeoutError(
-                "another reduce of this conversation was still making its summary after "
-                f"Handoff.wait={summaries.wait:g} s"
+                f"another reduce of this conversation was still making its summary{why}"
             )
             raise SummaryError(
                 f"{busy}; nothing was pruned (this list keeps those messages, so they are "

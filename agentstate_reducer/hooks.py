@@ -283,9 +283,11 @@ class HookDelivery:
             if reserved.foreign:
                 # Only now, with this delivery's own claims settled, so two overlapping
                 # deliveries never wait for each other.
-                yield from self._await_claims(reserved.foreign)
+                why = yield from self._await_claims(reserved.foreign)
                 failures.extend(
-                    self._foreign_outcome(hook, memory, reserved.foreign, namespace, keep_failed)
+                    self._foreign_outcome(
+                        hook, memory, reserved.foreign, namespace, keep_failed, why
+                    )
                 )
         return failures
 
@@ -329,8 +331,9 @@ class HookDelivery:
 
     # -- claims on messages another delivery holds ----------------------------------------
 
-    def _await_claims(self, foreign: list[tuple[Any, _Key, _Claim]]) -> Effects[None]:
-        """Wait (at most ``Handoff.wait`` seconds in all) for the claims still in flight."""
+    def _await_claims(self, foreign: list[tuple[Any, _Key, _Claim]]) -> Effects[str]:
+        """Wait (at most ``Handoff.wait`` seconds in all) for the claims still in flight;
+        returns how to say why one still in flight afterwards was not waited for."""
         deadline = time.monotonic() + self._wait
         seen: set[int] = set()
         for _, _, claim in foreign:
@@ -340,7 +343,10 @@ class HookDelivery:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            yield Wait(claim.signal, remaining)
+            outcome = yield Wait(claim.signal, remaining)
+            if outcome.error is not None:
+                return f": {outcome.error}"  # waiting would freeze the loop that finishes it
+        return f" after Handoff.wait={self._wait:g} s"
 
     def _foreign_outcome(
         self,
@@ -349,9 +355,11 @@ class HookDelivery:
         foreign: list[tuple[Any, _Key, _Claim]],
         namespace: Any,
         keep_failed: bool,
+        why: str,
     ) -> list[HookFailure]:
         """What the messages another delivery held came to, as this delivery's own
-        failures would be: taken (nothing to report), or kept (pending, or in the list)."""
+        failures would be: taken (nothing to report), or kept (pending, or in the list);
+        ``why`` says why one still in flight was not waited for longer."""
         held: list[Any] = []  # kept for a retry by the other delivery
         released: list[tuple[Any, _Key, _Claim]] = []  # not taken, not kept
         late: list[Any] = []  # still in flight after the wait
@@ -372,7 +380,7 @@ class HookDelivery:
         if late:
             timeout = TimeoutError(
                 f"another reduce of this conversation was still handing {len(late)} of these "
-                f"messages to the hook after Handoff.wait={self._wait:g} s"
+                f"messages to the hook{why}"
             )
             out.append(HookFailure(hook, timeout, late, namespace, kept=False, late=True))
         if held:

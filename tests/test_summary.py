@@ -777,3 +777,32 @@ def test_a_summary_still_being_made_after_the_wait_is_not_made_twice(
     else:
         assert isinstance(other.value.__cause__, TimeoutError)
         assert [m["id"] for m in other.value.pruned] == [m["id"] for m in made.pruned]
+
+
+def test_a_sync_reduce_on_the_loop_making_the_summary_does_not_wait() -> None:
+    """``reduce()`` from a coroutine while an ``areduce()`` task of that loop makes the
+    conversation's summary: it does not block the loop for ``Handoff.wait`` (30 s here),
+    keeps the messages, prunes nothing and says to call ``areduce()``; one summary."""
+    import asyncio
+
+    calls: list[int] = []
+
+    async def summarize(messages: list[Any]) -> str:
+        calls.append(len(messages))
+        await asyncio.sleep(0.05)
+        return "gist"
+
+    reducer = injecting(summarize, handoff=Handoff(wait=30, on_error="keep"))
+    history = with_ids(chat(4))
+
+    async def main() -> Any:
+        task = asyncio.create_task(reducer.areduce(history))
+        while not calls:
+            await asyncio.sleep(0.01)
+        late = reducer.reduce(history)
+        return await task, late
+
+    made, late = asyncio.run(main())
+    assert late.surviving == history and late.pruned == []
+    assert "call areduce()" in str(late.summary_error)
+    assert calls == [calls[0]] and made.summary == "gist"
