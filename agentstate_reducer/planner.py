@@ -595,12 +595,17 @@ class PlanState:
         pinned, anchor = self._pinned(), self._pinned_anchor()
         return [p for p in range(self._start, end) if not self._goes(p, pinned, anchor)]
 
-    def prune(self, end: int) -> None:
-        """Drop the prunable positions before ``end``, as :meth:`pruned_positions` lists."""
+    def prune(self, end: int, gone: list[int] | None = None, kept: list[int] | None = None) -> None:
+        """Drop the prunable positions before ``end``, as :meth:`pruned_positions` lists.
+
+        ``gone`` and ``kept``, when given, are :meth:`pruned_positions` and
+        :meth:`kept_in_window` of ``end`` as the caller already computed them (for this
+        state, unchanged since)."""
         start = self._start
         pinned = self._pinned()
-        gone = self.pruned_positions(end)
-        kept = self.kept_in_window(end)
+        if gone is None or kept is None:
+            gone = self.pruned_positions(end)
+            kept = self.kept_in_window(end)
         for p in gone:
             self._forget(p)
         if end > start:
