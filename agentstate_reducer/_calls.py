@@ -15,7 +15,9 @@ drivers know how user code is called:
 A reduce may also yield :class:`Wait`: wait, at most ``timeout`` seconds, for a
 :class:`Signal` another reduce sets (the hand-off's claims on messages in flight).
 :func:`drive` blocks its thread on it; :func:`adrive` awaits it, so the event loop keeps
-running other tasks meanwhile (the reduce that sets it may run on the same loop).
+running other tasks meanwhile (the reduce that sets it may run on the same loop). A
+:func:`drive` on the thread of the loop whose task must set it does not block (that would
+stop the loop): the outcome carries a :class:`LoopBlockedError` instead.
 """
 
 from __future__ import annotations
@@ -49,17 +51,37 @@ class Outcome:
     error: Exception | None = None
 
 
+class LoopBlockedError(RuntimeError):
+    """A sync reduce on the thread of a running event loop met work a task of that same
+    loop is doing (a hand-off, a summary): blocking the thread to wait for it would stop
+    the loop that has to finish it, so the reduce does not wait."""
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class Signal:
     """A one-shot flag set by one thread or task and waited for by others: threads block
     on it, event loops await it without blocking. Safe to share between threads and
-    event loops."""
+    event loops. It remembers the event loop running where it was made, so that a thread
+    about to block on it can tell it would stop the loop that has to set it."""
 
-    __slots__ = ("_event", "_lock", "_waiters")
+    __slots__ = ("_event", "_lock", "_loop", "_waiters")
 
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._loop = _running_loop()
+
+    def needs_this_thread(self) -> bool:
+        """Whether it is unset and was made on the event loop running in this thread:
+        blocking this thread on it would stop that loop until the wait runs out."""
+        return self._loop is not None and not self._event.is_set() and self._loop is _running_loop()
 
     def set(self) -> None:
         """Set the flag and wake every waiter (threads and event loops)."""
@@ -167,13 +189,25 @@ async def call_async(fn: Callable[..., Any], *args: Any) -> Any:
     return value
 
 
+_LOOP_BLOCKED = (
+    "reduce() was called on the thread of a running event loop while an areduce() task of "
+    "that loop was working on the same messages; waiting would freeze the loop that has to "
+    "finish it, so this reduce did not wait: call areduce() from async code"
+)
+
+
 def drive(effects: Effects[_T]) -> _T:
-    """Run a reduce synchronously."""
+    """Run a reduce synchronously. A :class:`Wait` for a signal only this thread's running
+    event loop can set is not waited for: the reduce receives a
+    :class:`LoopBlockedError` as the outcome's error (and ``value=False``)."""
     try:
         effect = next(effects)
         while True:
             if isinstance(effect, Wait):
-                outcome = Outcome(value=effect.signal.wait(effect.timeout))
+                if effect.signal.needs_this_thread():
+                    outcome = Outcome(value=False, error=LoopBlockedError(_LOOP_BLOCKED))
+                else:
+                    outcome = Outcome(value=effect.signal.wait(effect.timeout))
             else:
                 try:
                     outcome = Outcome(value=call_sync(effect.fn, *effect.args))

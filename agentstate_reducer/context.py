@@ -30,9 +30,9 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
-from ._calls import Call, Effects, hook_name
+from ._calls import Call, Effects, LoopBlockedError, hook_name
 from ._memory import namespace_key
-from .errors import StepError
+from .errors import StepError, SummaryError
 from .messages import fingerprint, id_of, read_view, view_of, with_id
 from .planner import PlanLimits, PlanState
 from .reader import Reader
@@ -520,7 +520,22 @@ class ReduceContext:
             self._messages = [m for m in self._messages if id(m) not in ours]
             self._placeholder = []
             self._rebuild()
-        slot = yield from summaries.begin(conversation)
+        try:
+            slot = yield from summaries.begin(conversation)
+        except LoopBlockedError as blocked:
+            slot, why = None, f": {blocked}"
+        else:
+            why = f" after Handoff.wait={summaries.wait:g} s"
+        if slot is None:
+            # As with a hook still handing messages over: keep them, prune nothing.
+            busy = TimeoutError(
+                f"another reduce of this conversation was still making its summary{why}"
+            )
+            raise SummaryError(
+                f"{busy}; nothing was pruned (this list keeps those messages, so they are "
+                "not summarised twice)",
+                self._summary_pruned,
+            ) from busy
         try:
             position = self._block_position()
             pruned = self._summary_pruned
@@ -570,7 +585,9 @@ class ReduceContext:
         """Plan afresh: a block inserted mid-list has no place in the incremental state.
         The list keeps the format it was read in (pruning may have left only messages that
         several formats read alike)."""
-        state = PlanState(self.limits)
+        # Once the input's index 0 was not kept (a block stood there), what pruning brings
+        # to the front is not the conversation's first message: it is not pinned.
+        state = PlanState(self.limits, first_gone=self.state.start == 0)
         state.formats = self.state.formats
         views, tokens = self.reader.read(self._messages, lambda i: f"messages[{i}]")
         state.extend(views, tokens)

@@ -3,7 +3,8 @@
 ::
 
     ReducerError                 base of everything below
-    ├── SummaryError             summarize_fn raised or returned something unusable
+    ├── SummaryError             summarize_fn raised or returned something unusable (or
+    │                            another reduce's summary outlasted Handoff.wait)
     ├── StepError                user code a policy step called (a compressor) failed
     └── PruneHookError           an on_prune hook failed to take messages
         └── BackgroundHookError  a Background hook keeps failing; its batches are kept
@@ -27,7 +28,10 @@ class ReducerError(Exception):
 
 
 class SummaryError(ReducerError):
-    """``summarize_fn`` failed, so nothing was pruned.
+    """``summarize_fn`` failed, so nothing was pruned; or another reduce of the
+    conversation was still making its summary after ``Handoff.wait`` seconds (then the
+    cause is a ``TimeoutError``, and this reduce kept the messages that summary may cover
+    instead of summarising them a second time).
 
     Attributes:
         pruned: The messages the reducer was about to prune and summarise (after any
@@ -67,9 +71,11 @@ class PruneHookError(ReducerError):
     Nothing is lost: with ``on_prune_error="raise"`` the reducer keeps the messages a hook
     did not take and hands them over again, first thing, on its next reduce (see
     ``reducer.handoff_status()``), and ``result`` is the reduced list, safe to go on with.
-    When its retry store is full (``max_pending_handoff``) it cannot keep them: then
-    ``kept`` is False and ``result`` is the input with nothing pruned, still safe to go on
-    with. Either way ``error.result.surviving`` is the list to use.
+    When its retry store is full (``max_pending_handoff``) it cannot keep them, and when
+    another reduce was still handing them over after ``Handoff.wait`` it does not (that
+    hand-off may yet succeed): then ``kept`` is False and ``result`` is the input with
+    nothing pruned, still safe to go on with. Either way ``error.result.surviving`` is the
+    list to use.
 
     Attributes:
         pruned: The messages the failing hooks did not take.

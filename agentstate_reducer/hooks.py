@@ -136,6 +136,9 @@ class HookFailure:
     called: bool = True
     """Whether the hook was called and raised (False: it was left alone, still waiting
     after an earlier failure)."""
+    late: bool = False
+    """Another reduce was still handing the messages to the hook after ``Handoff.wait``:
+    not kept for a retry, the list keeps them (so they are not handed over twice)."""
 
 
 class _Claim:
@@ -280,9 +283,11 @@ class HookDelivery:
             if reserved.foreign:
                 # Only now, with this delivery's own claims settled, so two overlapping
                 # deliveries never wait for each other.
-                yield from self._await_claims(reserved.foreign)
+                why = yield from self._await_claims(reserved.foreign)
                 failures.extend(
-                    self._foreign_outcome(hook, memory, reserved.foreign, namespace, keep_failed)
+                    self._foreign_outcome(
+                        hook, memory, reserved.foreign, namespace, keep_failed, why
+                    )
                 )
         return failures
 
@@ -326,8 +331,9 @@ class HookDelivery:
 
     # -- claims on messages another delivery holds ----------------------------------------
 
-    def _await_claims(self, foreign: list[tuple[Any, _Key, _Claim]]) -> Effects[None]:
-        """Wait (at most ``Handoff.wait`` seconds in all) for the claims still in flight."""
+    def _await_claims(self, foreign: list[tuple[Any, _Key, _Claim]]) -> Effects[str]:
+        """Wait (at most ``Handoff.wait`` seconds in all) for the claims still in flight;
+        returns how to say why one still in flight afterwards was not waited for."""
         deadline = time.monotonic() + self._wait
         seen: set[int] = set()
         for _, _, claim in foreign:
@@ -337,7 +343,10 @@ class HookDelivery:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            yield Wait(claim.signal, remaining)
+            outcome = yield Wait(claim.signal, remaining)
+            if outcome.error is not None:
+                return f": {outcome.error}"  # waiting would freeze the loop that finishes it
+        return f" after Handoff.wait={self._wait:g} s"
 
     def _foreign_outcome(
         self,
@@ -346,9 +355,11 @@ class HookDelivery:
         foreign: list[tuple[Any, _Key, _Claim]],
         namespace: Any,
         keep_failed: bool,
+        why: str,
     ) -> list[HookFailure]:
         """What the messages another delivery held came to, as this delivery's own
-        failures would be: taken (nothing to report), or kept (pending, or in the list)."""
+        failures would be: taken (nothing to report), or kept (pending, or in the list);
+        ``why`` says why one still in flight was not waited for longer."""
         held: list[Any] = []  # kept for a retry by the other delivery
         released: list[tuple[Any, _Key, _Claim]] = []  # not taken, not kept
         late: list[Any] = []  # still in flight after the wait
@@ -369,9 +380,9 @@ class HookDelivery:
         if late:
             timeout = TimeoutError(
                 f"another reduce of this conversation was still handing {len(late)} of these "
-                f"messages to the hook after Handoff.wait={self._wait:g} s"
+                f"messages to the hook{why}"
             )
-            out.append(HookFailure(hook, timeout, late, namespace, kept=False))
+            out.append(HookFailure(hook, timeout, late, namespace, kept=False, late=True))
         if held:
             assert error is not None
             out.append(HookFailure(hook, error, held, namespace, kept=keep_failed))
@@ -574,6 +585,12 @@ def hook_error(
         then, result = "they could not be kept for a retry (max_pending_handoff)", None
     elif all(not f.kept and f.messages for f in failures) and reduced is None:
         then, result = "nothing was pruned: they stay in the list for the next reduce", unchanged
+    elif all(f.kept or f.late for f in failures):
+        then = (
+            "nothing was pruned: they stay in the list for the next reduce (the other "
+            "reduce's hand-off may still succeed, so they are not kept for a retry)"
+        )
+        result = unchanged
     else:
         then = "they could not all be kept for a retry (max_pending_handoff): nothing was pruned"
         result = unchanged

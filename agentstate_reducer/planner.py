@@ -9,7 +9,8 @@ Rules, in the words of the guide (docs/guides/policy-and-counting.md):
   summarising prune folds it into the new summary instead (``fold=True``), and it does not
   start a user turn;
 * the first message stays when ``preserve_first`` is True, and when it is ``"system"``
-  if that message is a system or developer message;
+  if that message is a system or developer message; a summary or memory block at index 0
+  is never that kept first message (it is folded as any block is);
 * the newest human message (the question being answered) is never pruned, but the older
   tool calls and results of its turn may be, so a long tool loop or a fan-out after one
   question is bounded too;
@@ -148,6 +149,7 @@ class PlanState:
         "_anchor_seq",
         "_caller_of_call",
         "_caller_seq",
+        "_first_gone",
         "_forced",
         "_format_mask",
         "_human_seqs",
@@ -169,9 +171,19 @@ class PlanState:
         "views",
     )
 
-    def __init__(self, limits: PlanLimits) -> None:
+    def __init__(self, limits: PlanLimits, *, first_gone: bool = False) -> None:
+        """A state for an empty list.
+
+        Args:
+            limits: The limits it plans with.
+            first_gone: The conversation's first message is no longer in the list (a
+                reduce planning its own list afresh, after pruning from an input whose
+                index 0 was not kept): the message now at index 0 is not pinned as the
+                first, unless it is a system or developer message.
+        """
         self._limits = limits
-        self._start = 1 if limits.preserve_first is True else 0
+        self._first_gone = first_gone
+        self._start = 1 if limits.preserve_first is True and not first_gone else 0
         self._forced = None if limits.format is None else format_named(limits.format)
         self.format: MessageFormat = self._forced or CHAT_FORMAT
         """The list's format (its rules: alternating roles, where results go)."""
@@ -247,8 +259,8 @@ class PlanState:
             self._format_mask = mask
             self.format = format_of_mask(mask)
             self.alternates = self.format.alternates
-        if position == 0 and views and self._limits.preserve_first == "system":
-            self._start = 1 if views[0].role in _INSTRUCTION_ROLES else 0
+        if position == 0 and views:
+            self._start = self._first_kept(views[0])
         start = self._start
         cascade = self._limits.cascade
         caller_of_call = self._caller_of_call
@@ -300,6 +312,18 @@ class PlanState:
             self.total += sum(tokens)
             if self.raw is not None:
                 self.raw.extend(tokens)  # newer than the anchor: estimated as they are
+
+    def _first_kept(self, first: MessageView) -> int:
+        """1 when ``preserve_first`` keeps ``first`` at index 0, else 0. A summary or memory
+        block there is never the kept first message: the conversation's first message has
+        left already (another writer, a middleware with ``preserve_first="system"``, put
+        the block in its place), and a pinned block would never be folded again."""
+        preserve = self._limits.preserve_first
+        if first.summary or preserve is False:
+            return 0
+        if first.role in _INSTRUCTION_ROLES:
+            return 1
+        return 1 if preserve is True and not self._first_gone else 0
 
     def _name_call(self, key: str, anchor: int, keys: tuple[str, ...]) -> None:
         """Register the calls of ``key`` a message makes (a newer message's call of a name

@@ -497,11 +497,22 @@ class RunningSummary:
 
     # -- one summary at a time per conversation ---------------------------------------------
 
+    @property
+    def wait(self) -> float:
+        """Seconds :meth:`begin` waits for another reduce's summary (``Handoff.wait``)."""
+        return self._config.handoff.wait
+
     def begin(self, namespace_key: Hashable) -> Effects[Signal | None]:
         """Take the conversation's summary slot, waiting (at most ``Handoff.wait``
         seconds) while another reduce of it makes its summary; returns the slot to pass to
-        :meth:`end` (None after the wait ran out: this reduce goes on without it rather
-        than hang)."""
+        :meth:`end` (None after the wait ran out: the other summary may still cover the
+        same messages, so the caller keeps them and prunes nothing, rather than hang or
+        summarise them a second time).
+
+        Raises:
+            LoopBlockedError: A sync reduce on the thread of the event loop whose task
+                makes that summary (it could not finish while this reduce waits).
+        """
         deadline = time.monotonic() + self._config.handoff.wait
         while True:
             with self._lineage_lock:
@@ -512,7 +523,9 @@ class RunningSummary:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            yield Wait(busy, remaining)
+            outcome = yield Wait(busy, remaining)
+            if outcome.error is not None:
+                raise outcome.error  # waiting would freeze the loop that makes that summary
 
     def end(self, namespace_key: Hashable, slot: Signal | None) -> None:
         """Give the slot :meth:`begin` took back, waking the reduces waiting for it."""

@@ -489,6 +489,10 @@ def test_a_hook_that_hangs_does_not_hang_the_overlapping_reduce(on_prune_error: 
     if on_prune_error == "raise":
         assert isinstance(second, PruneHookError) and not second.kept
         assert "Handoff.wait" in str(second)
+        # Nothing was pending and the retry store was not full: the message says why
+        # they were not kept (the other hand-off may still succeed), not max_pending.
+        assert "max_pending" not in str(second) and "nothing was pruned" in str(second)
+        assert reducer.handoff_status().pending_messages == 0
         second = second.result
     assert second.surviving == history and second.pruned == []
     assert isinstance(second.hook_error, PruneHookError)
@@ -555,3 +559,44 @@ def test_id_less_keys_name_a_place_in_a_list(texts: list[str], cut: int) -> None
     longer = [*listing, {"role": "user", "content": "new"}]
     assert not set(keys) & set(message_keys(longer[:size], "ns", longer))
     assert not set(keys) & set(message_keys(listing[:size], "other", listing))
+
+
+@pytest.mark.parametrize("on_prune_error", ["keep", "raise"])
+def test_a_sync_reduce_on_the_loop_of_the_hand_off_it_meets_does_not_wait(
+    on_prune_error: str,
+) -> None:
+    """``reduce()`` called from a coroutine (on the loop's thread) while an ``areduce()``
+    task of that loop hands the same messages over: blocking the thread would stop the
+    loop that has to finish that hand-off, for the whole ``Handoff.wait`` (30 s here). It
+    does not wait: it keeps the messages, prunes nothing, and its error says to call
+    ``areduce()``; the task's hand-off then completes, once."""
+    import asyncio
+
+    taken: list[str] = []
+    entered: list[bool] = []
+
+    async def hook(pruned: list[Any], namespace: Any) -> None:
+        entered.append(True)
+        await asyncio.sleep(0.05)
+        taken.extend(m["id"] for m in pruned)
+
+    reducer = reducer_with(hook, handoff=Handoff(wait=30, retry_backoff=0))
+    history = turns(8)
+
+    async def main() -> Any:
+        task = asyncio.create_task(reducer.areduce(history))
+        while not entered:  # until the task is in its hook, holding the messages
+            await asyncio.sleep(0.01)
+        try:
+            late = reducer.reduce(history, on_prune_error=on_prune_error)
+        except PruneHookError as error:
+            assert on_prune_error == "raise" and not error.kept
+            late = error.result
+        first = await task
+        return first, late
+
+    first, late = asyncio.run(main())
+    assert late.surviving == history and late.pruned == []
+    assert isinstance(late.hook_error, PruneHookError)
+    assert "call areduce()" in str(late.hook_error)
+    assert first.pruned == history[:4] and taken == ["m0", "m1", "m2", "m3"]

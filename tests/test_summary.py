@@ -665,3 +665,144 @@ def test_a_replay_after_another_writer_summarised_calls_nothing() -> None:
     replayed = reducer.reduce(first, namespace="c")
     assert len(summarize.calls) == calls, "the replay called summarize_fn again"
     assert [m["id"] for m in replayed.surviving] == [m.get("id") for m in stored.surviving]
+
+
+_PRESERVE = st.sampled_from([True, "system", False])
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    conversations(max_turns=10),
+    shapes.filter(lambda s: s != "duck"),
+    _PRESERVE,
+    _PRESERVE,
+    st.integers(2, 10),
+    st.data(),
+)
+def test_writers_pinning_differently_keep_one_summary_and_summarise_each_message_once(
+    records: Any, shape: str, first: Any, second: Any, high: int, data: st.DataObject
+) -> None:
+    """One conversation, two writers sharing memories whose ``preserve_first`` differ (the
+    agent middleware runs the reducer with ``"system"``, a saver with the reducer's
+    ``True``), taking turns on the growing list: a summary block one of them put at index
+    0 is never pinned there as the "first message" by the other, so the list holds one
+    block at most, every message given reaches ``summarize_fn`` at most once, and the
+    block at index 0 is folded by whichever writer summarises next."""
+    summarize = Summarizer()
+    low = data.draw(st.integers(0, high), label="min_messages")
+    one = injecting(summarize, min_messages=low, max_messages=high, preserve_first=first)
+    other = one.with_config(preserve_first=second)
+    history: list[Any] = []
+    for turn, message in enumerate(rendered(records, shape)):
+        writer = one if turn % 2 == 0 else other
+        at_front = history[0] if history and is_summary(history[0]) else None
+        result = writer.reduce(existing=history, new=[message])
+        history = result.surviving
+        assert sum(is_summary(m) for m in history) <= 1, [content_of(m) for m in history]
+        if at_front is not None and result.summary_messages:
+            assert any(m is at_front for m in result.folded_summaries), "a block was pinned"
+    summarised = [id(m) for call in summarize.calls for m in call if not is_summary(m)]
+    assert len(summarised) == len(set(summarised)), "a message was summarised twice"
+
+
+@pytest.mark.parametrize("mode", ["keep", "raise"])
+@pytest.mark.parametrize("runner", ["threads", "asyncio"])
+def test_a_summary_still_being_made_after_the_wait_is_not_made_twice(
+    runner: str, mode: str
+) -> None:
+    """A summarizer that outlasts ``Handoff.wait``: the overlapping reduce of the same
+    conversation stops waiting, then keeps the messages that summary may cover and prunes
+    nothing (``"keep"``: the input comes back with ``summary_error`` saying why;
+    ``"raise"``: ``SummaryError`` from a ``TimeoutError``), as it does for a hook still
+    handing them over. ``summarize_fn`` runs once; the first reduce's block stands."""
+    import asyncio
+    import threading
+
+    calls: list[int] = []
+    entered = threading.Event()
+    history = with_ids(chat(4))
+
+    def record(messages: list[Any]) -> bool:
+        calls.append(len(messages))
+        entered.set()
+        return len(calls) == 1
+
+    def slow(messages: list[Any]) -> str:
+        if record(messages):
+            time.sleep(0.8)
+        return f"summary {len(calls)}"
+
+    async def aslow(messages: list[Any]) -> str:
+        if record(messages):
+            await asyncio.sleep(0.8)
+        return f"summary {len(calls)}"
+
+    summarize = slow if runner == "threads" else aslow
+    reducer = injecting(summarize, handoff=Handoff(wait=0.2, on_error=mode))
+
+    def second() -> Any:
+        if mode == "keep":
+            return reducer.reduce(history) if runner == "threads" else None
+        with pytest.raises(SummaryError, match=r"Handoff.wait=0.2 s") as caught:
+            reducer.reduce(history)
+        return caught
+
+    if runner == "threads":
+        first: list[Any] = []
+        worker = threading.Thread(target=lambda: first.append(reducer.reduce(history)))
+        worker.start()
+        assert entered.wait(5)
+        other = second()
+        worker.join(5)
+        made = first[0]
+    else:
+
+        async def both() -> tuple[Any, Any]:
+            task = asyncio.create_task(reducer.areduce(history))
+            while not calls:
+                await asyncio.sleep(0.01)
+            if mode == "keep":
+                late = await reducer.areduce(history)
+            else:
+                with pytest.raises(SummaryError, match=r"Handoff.wait=0.2 s") as late:
+                    await reducer.areduce(history)
+            return await task, late
+
+        made, other = asyncio.run(both())
+    assert calls == [calls[0]], "summarize_fn ran twice"
+    assert made.summary == "summary 1"
+    if mode == "keep":
+        assert other.surviving == history and other.pruned == []
+        assert isinstance(other.summary_error.__cause__, TimeoutError)
+    else:
+        assert isinstance(other.value.__cause__, TimeoutError)
+        assert [m["id"] for m in other.value.pruned] == [m["id"] for m in made.pruned]
+
+
+def test_a_sync_reduce_on_the_loop_making_the_summary_does_not_wait() -> None:
+    """``reduce()`` from a coroutine while an ``areduce()`` task of that loop makes the
+    conversation's summary: it does not block the loop for ``Handoff.wait`` (30 s here),
+    keeps the messages, prunes nothing and says to call ``areduce()``; one summary."""
+    import asyncio
+
+    calls: list[int] = []
+
+    async def summarize(messages: list[Any]) -> str:
+        calls.append(len(messages))
+        await asyncio.sleep(0.05)
+        return "gist"
+
+    reducer = injecting(summarize, handoff=Handoff(wait=30, on_error="keep"))
+    history = with_ids(chat(4))
+
+    async def main() -> Any:
+        task = asyncio.create_task(reducer.areduce(history))
+        while not calls:
+            await asyncio.sleep(0.01)
+        late = reducer.reduce(history)
+        return await task, late
+
+    made, late = asyncio.run(main())
+    assert late.surviving == history and late.pruned == []
+    assert "call areduce()" in str(late.summary_error)
+    assert calls == [calls[0]] and made.summary == "gist"

@@ -54,7 +54,7 @@ from langgraph.runtime import Runtime
 from typing_extensions import override
 
 from .._checks import check_choice, check_name
-from ..reducer import check_reducer
+from ._pairing import PreserveFirst, for_agent
 from .namespace import memory_namespace
 from .nodes import areduction_update, read_messages, reduction_update
 from .reduction import warn_if_summary_is_dropped
@@ -73,21 +73,9 @@ _MODES: tuple[str, ...] = ("persistent", "view")
 ModelCallResult = ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]
 
 
-PreserveFirst = bool | Literal["system"] | None
-"""The ``preserve_first`` an agent helper runs the reducer with; None keeps the reducer's."""
-
-
 def _check_mode(mode: str) -> None:
     # 'persistent' prunes the state; 'view' bounds only the model's input.
     check_choice("mode", mode, _MODES)
-
-
-def _for_agent(reducer: MessageReducer, preserve_first: PreserveFirst) -> MessageReducer:
-    """``reducer`` with the agent's ``preserve_first`` (sharing its memories)."""
-    check_reducer(reducer)
-    if preserve_first is None or preserve_first == reducer.config.preserve_first:
-        return reducer
-    return reducer.with_config(preserve_first=preserve_first)
 
 
 def _run_config(runtime: Runtime[Any]) -> RunnableConfig:
@@ -159,7 +147,9 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         preserve_first: The ``preserve_first`` the reducer runs with here: ``"system"``
             (default), since ``create_agent`` keeps its system prompt outside the state and
             index 0 is the first question; None keeps the reducer's own setting. The
-            reducer's memories (hand-off, summaries) are shared either way.
+            reducer's memories (hand-off, summaries) are shared either way. A
+            ``ReducingCheckpointSaver`` given the same reducer runs it with this setting
+            too, so the two prune the same window and keep one running summary.
         on_prune_error: ``"keep"`` (default): a memory store or summarizer that is down
             never fails the user's turn; the state stays unpruned and the next model call
             tries again. ``"raise"`` fails the turn with the reducer's error.
@@ -183,7 +173,7 @@ class ReducerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         _check_mode(mode)
         check_choice("on_prune_error", on_prune_error, ("keep", "raise"))
         super().__init__()
-        self.reducer = _for_agent(reducer, preserve_first)
+        self.reducer = for_agent(reducer, preserve_first)
         self.mode: AgentMode = mode
         self.on_prune_error: OnPruneError = on_prune_error
         self._name = name or type(self).__name__
@@ -320,7 +310,7 @@ def make_pre_model_hook(
     _check_mode(mode)
     check_name("messages_key", messages_key)
     check_choice("on_prune_error", on_prune_error, ("keep", "raise"))
-    bound = _for_agent(reducer, preserve_first)
+    bound = for_agent(reducer, preserve_first)
     if mode == "persistent":
         warn_if_summary_is_dropped(reducer, "the pre-model hook")
 

@@ -36,6 +36,7 @@ from .._checks import check_callable, check_choice, check_name
 from ..messages import read_view
 from ..reducer import MessageReducer
 from ..result import ReducerResult
+from ._pairing import paired
 from .namespace import memory_namespace
 
 try:  # langgraph-checkpoint >= 4 stores DeltaChannel snapshots as this type
@@ -119,7 +120,9 @@ class CheckpointReduction:
     that).
 
     Args:
-        reducer: The reducer to run on the message list.
+        reducer: The reducer to run on the message list; a reducer also given to an
+            agent helper (``ReducerMiddleware``, ``make_pre_model_hook``) runs with the
+            helper's ``preserve_first``, so both prune the same window.
         messages_key: The channel holding the message list.
         next_version: The saver's ``get_next_version``, used to give the channel a
             fresh version when its stored value has to be replaced (see :meth:`apply`).
@@ -220,7 +223,7 @@ class CheckpointReduction:
             # Always "keep": the stored list is the retry buffer, never the reducer's memory,
             # so a failed hand-off is retried from storage whatever the mode; "raise" then
             # fails the put as well.
-            result = self._reducer.reduce(
+            result = paired(self._reducer).reduce(
                 outcome.existing, outcome.new, outcome.namespace, on_prune_error="keep"
             )
             self._raise_if_asked(result)
@@ -251,7 +254,7 @@ class CheckpointReduction:
             return checkpoint
         outcome = self._settle(put)
         if isinstance(outcome, _PendingReduce):
-            result = await self._reducer.areduce(
+            result = await paired(self._reducer).areduce(
                 outcome.existing, outcome.new, outcome.namespace, on_prune_error="keep"
             )
             self._raise_if_asked(result)

@@ -132,7 +132,9 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
 
     Args:
         inner: The saver that stores the checkpoints.
-        reducer: The reducer to run on the message list.
+        reducer: The reducer to run on the message list; a reducer also given to
+            ``ReducerMiddleware`` or ``make_pre_model_hook`` runs with their
+            ``preserve_first``, so both prune the same window of the agent's list.
         messages_key: The channel holding the message list.
         on_prune_error: ``"keep"`` (default): a failing hook or summarizer stores the
             checkpoint unpruned and the hand-off is retried on later puts; ``"raise"``:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from typing import Annotated, Any
 
 import pytest
@@ -309,3 +310,62 @@ def test_a_subgraph_sharing_the_messages_is_summarised_once_by_its_parent(
     items = text.split(" | ")
     assert len(items) == len(set(items)), "a summary folded twice repeats its text"
     assert "question 0" in items  # the earliest turn is still in the running summary
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+@pytest.mark.parametrize("mode", ["count", "tokens"])
+def test_the_middleware_and_the_saver_sharing_a_reducer_keep_one_running_summary(
+    mode: str, durability: str
+) -> None:
+    """The README's agent pairing with a running summary and no ``preserve_first`` set:
+    ``ReducerMiddleware`` runs the reducer with ``"system"``, and the saver given the same
+    reducer runs it that way too, so both prune the same window. The state never holds
+    two summary blocks, no message reaches ``summarize_fn`` twice, and the summarizer is
+    called as often as when the reducer itself says ``preserve_first="system"``."""
+    pytest.importorskip("langchain.agents")
+    from langchain.agents import create_agent
+
+    from agentstate_reducer.langgraph import ReducerMiddleware
+    from tests.scripted_model import add, calculator_model
+
+    def run(**preserve: Any) -> tuple[int, Counter[str]]:
+        summarised: Counter[str] = Counter()
+        calls = []
+
+        def summarize(messages: list[Any]) -> str:
+            calls.append(len(messages))
+            summarised.update(m.id for m in messages if not is_summary(m))
+            return "what was said " * 5
+
+        limits: dict[str, Any] = (
+            {"min_messages": 4, "max_messages": 8} if mode == "count" else {"max_tokens": 200}
+        )
+        shared = MessageReducer(
+            config=ReducerConfig(
+                summarize_fn=summarize,
+                inject_summary=True,
+                handoff=Handoff(retry_backoff=0),
+                **limits,
+                **preserve,
+            )
+        )
+        agent = create_agent(
+            calculator_model(),
+            [add],
+            system_prompt="Be brief.",
+            middleware=[ReducerMiddleware(shared)],
+            checkpointer=ReducingCheckpointSaver(InMemorySaver(), shared),
+        )
+        cfg = config(f"pair-{mode}-{durability}-{bool(preserve)}")
+        for n in range(10):
+            agent.invoke(turn(n), cfg, durability=durability)
+            state = agent.get_state(cfg).values["messages"]
+            blocks = [content_of(m) for m in state if is_summary(m)]
+            assert len(blocks) <= 1, blocks
+        assert any(is_summary(m) for m in state), "nothing was summarised"
+        return len(calls), summarised
+
+    calls, summarised = run()
+    assert [i for i, n in summarised.items() if n > 1] == [], "summarised twice"
+    reference, _ = run(preserve_first="system")
+    assert calls == reference
