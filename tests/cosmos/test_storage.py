@@ -13,6 +13,7 @@ import operator
 import os
 import warnings
 from collections.abc import Sequence
+from importlib import metadata
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -23,6 +24,13 @@ from agentstate_cosmosdb import (
     CosmosSaverClosedError,
     migrate_from_langgraph_checkpoint_cosmosdb,
 )
+from agentstate_cosmosdb.schema import (
+    MARK_PREFIX,
+    PART_PREFIX,
+    TOMBSTONE_PREFIX,
+    WRITE_VALUE_PREFIX,
+    WRITES_PREFIX,
+)
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.conformance.test_utils import (
@@ -32,6 +40,7 @@ from langgraph.checkpoint.conformance.test_utils import (
 )
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Send
+from packaging.version import Version
 
 from tests._cosmos import import_published_saver
 
@@ -81,11 +90,22 @@ def test_delta_channel_is_refused_before_anything_is_stored(
 async def test_delta_channel_is_refused_by_the_async_saver(
     async_saver: AsyncCosmosDBSaver,
 ) -> None:
-    """The same with AsyncCosmosDBSaver, and with a DeltaChannel the input does not write."""
+    """The same with AsyncCosmosDBSaver, and with a DeltaChannel the input does not write:
+    no checkpoint is stored. (LangGraph 1.2.0's async loop stores the first task's pending
+    writes before the input checkpoint, which later releases store first: there those writes
+    may be all the thread holds, and delete_thread takes them.)"""
     config = {"configurable": {"thread_id": "delta-async"}}
     with pytest.raises(NotImplementedError, match="DeltaChannel"):
         await delta_graph(async_saver).ainvoke({"items": []}, config)
-    assert await async_saver.athread_documents("delta-async") == []
+    left = await async_saver.athread_documents("delta-async")
+    assert await async_saver.aget_tuple(config) is None
+    if Version(metadata.version("langgraph")) > Version("1.2.0"):
+        assert left == []
+    pending = (WRITES_PREFIX, MARK_PREFIX, PART_PREFIX, WRITE_VALUE_PREFIX)
+    assert all(d["id"].startswith(pending) for d in left), left
+    await async_saver.adelete_thread("delta-async")
+    assert [d for d in await async_saver.athread_documents("delta-async")
+            if not d["id"].startswith(TOMBSTONE_PREFIX)] == []  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
