@@ -302,14 +302,19 @@ class ReduceContext:
         end = state.end_for_target(room, fold=inject)
         if end is None:
             return []
-        pruned_at = state.pruned_positions(end)
+        pruned_at = state.pruned_positions(end, block=inject)
         if not pruned_at:
             return []
         # Every summary block is folded, also one outside the window: a list holds one
         # running summary (a subgraph's list merged into its parent's appends its block).
         folded_at = state.summary_positions(len(self._messages)) if inject else []
         return self._take(
-            pruned_at, folded_at, summarize=summarize, window_end=end, room=room if inject else 0
+            pruned_at,
+            folded_at,
+            summarize=summarize,
+            window_end=end,
+            room=room if inject else 0,
+            block=inject,
         )
 
     def _position(self, position: int) -> int:
@@ -329,6 +334,7 @@ class ReduceContext:
         summarize: bool,
         window_end: int | None = None,
         room: int = 0,
+        block: bool = False,
     ) -> list[Any]:
         """Remove the messages at ``pruned_at`` (and fold the summary blocks at
         ``folded_at``); with ``summarize`` they join the reduce's summary request, and with
@@ -359,7 +365,7 @@ class ReduceContext:
         if folded or window_end is None or self._placeholder:
             self._rebuild()
         else:
-            state.prune(window_end)
+            state.prune(window_end, block=block)
         return pruned
 
     def _hold_room(self, room: int) -> None:
