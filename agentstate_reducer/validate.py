@@ -39,8 +39,6 @@ from dataclasses import dataclass
 
 from .messages import (
     AI,
-    FLAW_BLOCK,
-    FLAW_PLACEMENT,
     FUNCTION,
     FUNCTION_CALL_KEY_PREFIX,
     HUMAN,
@@ -50,6 +48,7 @@ from .messages import (
     MessageFormat,
     MessageView,
 )
+from .messages.base import FLAW_BLOCK, FLAW_PLACEMENT
 
 OVER_BUDGET = "over_budget"
 ORPHAN_RESULT = "orphan_result"
@@ -61,6 +60,7 @@ ORPHAN_REASONING = "orphan_reasoning"
 TURN_WITHOUT_THINKING = "turn_without_thinking"
 MISPLACED_BLOCK = FLAW_PLACEMENT
 INVALID_BLOCK = FLAW_BLOCK
+
 
 _RESULT_ROLES = (TOOL, FUNCTION)
 #: Roles a conversation may open with before its first user message.
