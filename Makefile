@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml integrations/cosmosdb/pyproject.toml integrations/tikto
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
 	$(BIN)/python -m pip install --quiet --group dev \
-		-e ".[agents,tokens,demo,pydantic-ai,google-adk]" -e "integrations/cosmosdb[identity,zstd]" \
+		-e ".[agents,tokens,demo,pydantic-ai,google-adk,openai-agents,strands]" -e "integrations/cosmosdb[identity,zstd]" \
 		"integrations/tiktoken"
 	touch $(STAMP)
 

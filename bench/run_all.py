@@ -42,6 +42,7 @@ PREFERRED = (
     "cosmos_cost",
     "token_accuracy",
     "formats",
+    "frameworks",
 )
 
 

@@ -28,6 +28,8 @@ PUBLIC_MODULES = [
     "agentstate_reducer.langgraph",
     "agentstate_reducer.pydantic_ai",
     "agentstate_reducer.google_adk",
+    "agentstate_reducer.openai_agents",
+    "agentstate_reducer.strands",
     "agentstate_cosmosdb",
     "agentstate_tiktoken_offline",
 ]

@@ -56,7 +56,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("step context", ("context",)),
     ("reducer", ("reducer", "adapters", "models")),
     ("public API", ("",)),  # agentstate_reducer/__init__.py
-    ("integrations", ("langgraph", "langgraph.*", "pydantic_ai", "google_adk")),
+    (
+        "integrations",
+        ("langgraph", "langgraph.*", "pydantic_ai", "google_adk", "openai_agents", "strands"),
+    ),
     ("demo", ("demo", "demo.*")),
     ("command line", ("__main__",)),
 )

