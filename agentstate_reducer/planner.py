@@ -507,9 +507,20 @@ class PlanState:
         if not self._prunable[position] or seq == pinned:
             return False
         opener = self._opener
-        if opener != _NO_LINK and (seq == opener or self._caller_seq[position] == opener):
+        if (
+            opener != _NO_LINK
+            and (seq == opener or self._caller_seq[position] == opener)
+            and self._turn_open()
+        ):
             return False  # the newest turn's thinking opener and its results
         return anchor == _NO_LINK or (seq != anchor and self._caller_seq[position] != anchor)
+
+    def _turn_open(self) -> bool:
+        """Whether the newest turn's tool loop goes on: the list does not end with a final
+        model message (one that calls nothing). A finished turn is an earlier one once the
+        next question comes, and its thinking block may go with the rest of its loop."""
+        last = self.views[-1]
+        return not (last.role == AI and not last.call_ids)
 
     def _kept_turns_start(self) -> int:
         """The position of the oldest of the ``keep_groups`` newest turns (or the end)."""
@@ -568,7 +579,11 @@ class PlanState:
         if self._prunable[position] and position >= self._kept_turns_start():
             return "in the newest keep_groups turns"
         opener = self._opener
-        if self._prunable[position] and opener in (self._seq[position], self._caller_seq[position]):
+        if (
+            self._prunable[position]
+            and opener in (self._seq[position], self._caller_seq[position])
+            and self._turn_open()
+        ):
             return (
                 "the first model message of the newest turn, which holds its thinking block "
                 "(or a result of its calls): the turn's later tool calls need it"

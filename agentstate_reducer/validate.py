@@ -28,7 +28,8 @@ own (see :mod:`agentstate_reducer.messages`):
   model message that opens the newest turn's tool loop must still hold its thinking block.
   A list cannot show a block that is gone, so this is reported when the list uses thinking
   elsewhere (another model message holds a block) and the newest turn's first model
-  message makes tool calls without one.
+  message makes tool calls without one while the turn goes on (the list does not end with
+  its answer).
 """
 
 from __future__ import annotations
@@ -262,6 +263,8 @@ def _thinking(views: Sequence[MessageView]) -> list[Problem]:
     opener = next((i for i in range(question + 1, len(views)) if views[i].role == AI), None)
     if opener is None or views[opener].thinking or not views[opener].call_ids:
         return []
+    if views[-1].role == AI and not views[-1].call_ids:
+        return []  # the turn is answered: an earlier turn once the next question comes
     return [
         Problem(
             TURN_WITHOUT_THINKING,

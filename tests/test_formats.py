@@ -1193,3 +1193,19 @@ def test_an_error_about_a_dict_names_its_role_when_it_has_one() -> None:
     text = str(caught.value)
     assert "role 'user'" in text and "'parts' is a list" in text
     assert "without a string 'role'" not in text
+
+
+@pytest.mark.parametrize("fmt", _THINKING_FORMATS)
+def test_an_answered_turns_thinking_step_may_go_with_the_rest_of_its_loop(fmt: str) -> None:
+    """Once the newest turn ends with its answer it is an earlier turn for the next call,
+    so its thinking step is pruned like any other (and validate() asks nothing of it)."""
+    elements = [*_thinking_loop(), Element("reply", text="all sunny")]
+    messages, owners = render_dialogue(elements, fmt)
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=80, preserve_first=False))
+    result = reducer.reduce(existing=messages)
+    alive = {id(m) for m in result.surviving}
+    kept = {owners[i] for i, m in enumerate(messages) if id(m) in alive}
+    assert 3 not in kept and 4 not in kept, (fmt, sorted(kept))
+    assert TURN_WITHOUT_THINKING not in {
+        p.kind for p in reducer.validate(result.surviving).problems
+    }
