@@ -657,12 +657,25 @@ class PlanState:
             p for p in range(self._start, end) if p == keep or not self._goes(p, pinned, anchor)
         ]
 
-    def prune(self, end: int, *, block: bool = False) -> None:
-        """Drop the prunable positions before ``end``, as :meth:`pruned_positions` lists."""
+    def prune(
+        self,
+        end: int,
+        gone: list[int] | None = None,
+        kept: list[int] | None = None,
+        *,
+        block: bool = False,
+    ) -> None:
+        """Drop the prunable positions before ``end``, as :meth:`pruned_positions` lists
+        (``block``: as a window planned for a summary block).
+
+        ``gone`` and ``kept``, when given, are :meth:`pruned_positions` and
+        :meth:`kept_in_window` of ``end`` (and ``block``) as the caller already computed
+        them (for this state, unchanged since)."""
         start = self._start
         pinned = self._pinned()
-        gone = self.pruned_positions(end, block=block)
-        kept = self.kept_in_window(end, block=block)
+        if gone is None or kept is None:
+            gone = self.pruned_positions(end, block=block)
+            kept = self.kept_in_window(end, block=block)
         for p in gone:
             self._forget(p)
         if end > start:

@@ -294,7 +294,11 @@ class MessageReducer:
         combined, where = _combine(existing, new)
         if self._config.mode == "validate":
             return self.validate(combined)
-        return drive(self._reduce(combined, where, namespace, self._policy, on_prune_error))
+        self._on_error(on_prune_error)  # a bad override is refused even when nothing goes
+        state = self._begin(combined, where, namespace)
+        if not state.over_limit() and not self._delivery.has_pending:
+            return self._fits(combined, state)
+        return drive(self._reduce(combined, where, namespace, self._policy, on_prune_error, state))
 
     async def areduce(
         self,
@@ -316,7 +320,13 @@ class MessageReducer:
         combined, where = _combine(existing, new)
         if self._config.mode == "validate":
             return self.validate(combined)
-        return await adrive(self._reduce(combined, where, namespace, self._policy, on_prune_error))
+        self._on_error(on_prune_error)  # a bad override is refused even when nothing goes
+        state = self._begin(combined, where, namespace)
+        if not state.over_limit() and not self._delivery.has_pending:
+            return self._fits(combined, state)
+        return await adrive(
+            self._reduce(combined, where, namespace, self._policy, on_prune_error, state)
+        )
 
     def view(
         self,
@@ -485,26 +495,18 @@ class MessageReducer:
         namespace: Any,
         steps: Sequence[ReductionStep],
         on_prune_error: OnPruneError | None,
+        state: PlanState | None = None,
     ) -> Effects[ReducerResult]:
         mode = self._on_error(on_prune_error)
         conversation = namespace_key(namespace)
-        state, known = self._plans.resume(combined)
-        views, tokens = self._reader.read(combined[known:], lambda i: where(known + i))
-        state.extend(views, tokens, lambda i: where(known + i))
-        if self._config.calibrate:
-            calibrate(state, combined, known, self._shown, conversation)
+        if state is None:
+            state = self._begin(combined, where, namespace)
         calibration = self._calibration(state)
         if not state.over_limit():
-            self._plans.remember(state, combined)
+            result = self._fits(combined, state)
             if self._delivery.has_pending:
                 yield from self._retry_pending()
-            return ReducerResult(
-                surviving=combined,
-                pruned=[],
-                tokens_before=state.total,
-                tokens_after=state.total,
-                calibration=calibration,
-            )
+            return result
         if mode == "keep" and self._delivery and (waiting := self._delivery.waiting()):
             # The prune could not be handed over (a hook is still down), so this reduce would
             # keep every message anyway: do not plan it, nor pay for a summary of it.
@@ -523,8 +525,13 @@ class MessageReducer:
             return self._unchanged(combined, state, summary_error=exc, calibration=calibration)
         result = context.result()
         result.calibration = calibration
-        batch = context.handoff(lambda message: self._is_rewrite(message, conversation))
-        if batch and self._delivery:
+        # Without hooks nothing is handed over: the batch is not even gathered.
+        batch = (
+            context.handoff(lambda message: self._is_rewrite(message, conversation))
+            if self._delivery
+            else []
+        )
+        if batch:
             failures = yield from self._delivery.deliver(
                 batch, namespace, keep_failed=mode == "raise", source=combined
             )
@@ -555,6 +562,30 @@ class MessageReducer:
             len(result.pruned),
         )
         return result
+
+    def _begin(self, combined: list[Any], where: Callable[[int], str], namespace: Any) -> PlanState:
+        """The plan state of ``combined``: the remembered one extended by what is new (see
+        :class:`~agentstate_reducer.session.PlanCache`), or a fresh one; calibrated when the
+        config says so. Reads only the messages the remembered state does not describe."""
+        state, known = self._plans.resume(combined)
+        if known < len(combined):
+            views, tokens = self._reader.read(combined[known:], lambda i: where(known + i))
+            state.extend(views, tokens, lambda i: where(known + i))
+        if self._config.calibrate:
+            calibrate(state, combined, known, self._shown, namespace_key(namespace))
+        return state
+
+    def _fits(self, combined: list[Any], state: PlanState) -> ReducerResult:
+        """The result of a reduce whose list is within the limit: ``combined`` unchanged,
+        and ``state`` remembered for the next reduce."""
+        self._plans.remember(state, combined)
+        return ReducerResult(
+            surviving=combined,
+            pruned=[],
+            tokens_before=state.total,
+            tokens_after=state.total,
+            calibration=self._calibration(state),
+        )
 
     def _view(
         self, combined: list[Any], namespace: Any, mode: OnPruneError
@@ -655,6 +686,8 @@ class MessageReducer:
     def _on_error(self, override: OnPruneError | None) -> OnPruneError:
         if override is None:
             return self._config.handoff.on_error
+        if override == "keep" or override == "raise":  # the channel passes one every write
+            return override
         check_choice("on_prune_error", override, ("raise", "keep"))
         return override
 
@@ -692,8 +725,9 @@ def check_reducer(value: Any, name: str = "reducer") -> MessageReducer:
 def _combine(
     existing: Sequence[Any] | None, new: Sequence[Any] | None
 ) -> tuple[list[Any], Callable[[int], str]]:
-    old = _as_list(existing, "existing")
-    added = _as_list(new, "new")
+    # A list is not copied: the sum below is a new list already.
+    old = existing if type(existing) is list else _as_list(existing, "existing")
+    added = new if type(new) is list else _as_list(new, "new")
     split_at = len(old)
 
     def where(i: int) -> str:

@@ -12,6 +12,8 @@ import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 from langchain_core.messages import (
@@ -398,7 +400,7 @@ class _StepIds:
     def __init__(self, existing: Any) -> None:
         last = existing[-1] if isinstance(existing, list) and existing else None
         self._anchor: str | None = None if last is None else id_of(last)
-        self._seen: Counter[str] = Counter()
+        self._seen: dict[str, int] = {}  # a plain dict: one is made at every write
 
     def name(self, update: Any, existing: list[Any]) -> list[Any]:
         """``update`` as messages (coerced as ``add_messages`` coerces it), every one with
@@ -410,8 +412,8 @@ class _StepIds:
         for message in right:
             digest.update(fingerprint(message).encode())
         write = digest.hexdigest()
-        occurrence = self._seen[write]
-        self._seen[write] += 1
+        occurrence = self._seen.get(write, 0)
+        self._seen[write] = occurrence + 1
         taken = {m.id for m in existing} | {m.id for m in right if m.id is not None}
         named: list[Any] = []
         for index, message in enumerate(right):
@@ -433,7 +435,7 @@ class _StepIds:
         """The stored list with ids for messages that lack one (a value an ``Overwrite``
         stored as given): derived from the message before it and its content."""
         left = existing if isinstance(existing, list) else [existing]
-        if all(isinstance(m, BaseMessage) and m.id is not None for m in left):
+        if _all_messages(left) and None not in map(_ID, left):
             return left
         previous = ""
         seen: Counter[tuple[str, str]] = Counter()
@@ -467,10 +469,19 @@ def _with_id(message: BaseMessage, new_id: str) -> BaseMessage:
     return message.model_copy(update={"id": new_id})
 
 
+_ID = attrgetter("id")
+
+
+def _all_messages(items: list[Any]) -> bool:
+    """Whether every item is a LangChain message (a C-level loop: this runs on the whole
+    list at every write)."""
+    return all(map(isinstance, items, repeat(BaseMessage)))
+
+
 def _coerce(messages: list[Any]) -> list[Any]:
     """Messages as ``add_messages`` coerces them (dicts, tuples and strings converted,
     chunks made whole; a list of plain messages returned as it is)."""
-    if all(isinstance(m, BaseMessage) and not isinstance(m, BaseMessageChunk) for m in messages):
+    if _all_messages(messages) and not any(map(isinstance, messages, repeat(BaseMessageChunk))):
         return messages
     return [message_chunk_to_message(m) for m in convert_to_messages(messages)]
 

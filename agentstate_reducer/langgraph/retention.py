@@ -11,11 +11,27 @@ Pruning is storage housekeeping: when it fails (a concurrent transaction), the p
 triggered it still succeeds, the failure is logged, and the next put tries again.
 
 What pruning never takes: a saver's ``prune`` decides, and the savers that implement it
-delete pending writes only with the checkpoints they delete (PostgresSaver since 3.2, the
-Cosmos DB savers). That matters because LangGraph (``durability="async"``) stores a task's
-writes for checkpoint k before checkpoint k itself: a prune that ran in between and removed
-every write not belonging to a stored checkpoint would lose a finished task's writes (it
-would run again after a crash) or a pending interrupt.
+delete pending writes only with the checkpoints they delete (PostgresSaver since 3.2,
+langgraph-checkpoint-redis's RedisSaver and AsyncRedisSaver, the Cosmos DB savers). That
+matters because LangGraph (``durability="async"``) stores a task's writes for checkpoint k
+before checkpoint k itself: a prune that ran in between and removed every write not
+belonging to a stored checkpoint would lose a finished task's writes (it would run again
+after a crash) or a pending interrupt. (The Redis savers lose such writes by themselves,
+pruning or not: docs/guides/limits.md.)
+
+What pruning makes unsafe: a config that names a checkpoint pruning removed (a human-in-the-loop
+UI holding ``get_state(cfg).config``, a fork from ``update_state``, time travel). LangGraph's
+``get_tuple`` finds nothing under that id and the run starts from an empty state, whose first
+put would become the thread's latest and take its history. :meth:`CheckpointRetention.
+check_parent` refuses that put (and, before it, a ``Command(resume=...)``'s resume value,
+written for that id) (``ValueError`` naming thread, namespace and ids, nothing
+stored): a put whose parent checkpoint the wrapper's ``get_tuple`` found nothing under, still
+not stored, while the namespace holds a newer one. ``get_tuple`` itself still returns None for
+an id it lacks (the saver contract), so the first put is the earliest point that can tell:
+with ``durability="sync"`` or ``"async"`` usually before any node runs, with ``"exit"`` at the
+end of the run. Other puts cost nothing more; a refused one two ``get_tuple`` s. A run that read
+its parent whole, which pruning removed afterwards, holds the parent's state in full: its put
+is stored as before.
 
 A graph with a ``DeltaChannel`` is refused (:meth:`CheckpointRetention.before_put`,
 ``NotImplementedError`` before anything is stored): its value is rebuilt from the writes of
@@ -67,8 +83,8 @@ class CheckpointRetention:
         TypeError: ``keep_checkpoints`` is not an int.
         ValueError: ``keep_checkpoints`` is below 1.
         NotImplementedError: The saver implements neither ``prune`` nor ``aprune``
-            (InMemorySaver and SqliteSaver do not; PostgresSaver and the Cosmos DB savers
-            do).
+            (InMemorySaver and SqliteSaver do not; PostgresSaver, the Redis savers and the
+            Cosmos DB savers do).
     """
 
     def __init__(self, saver: BaseCheckpointSaver[Any], keep_checkpoints: int) -> None:
@@ -80,9 +96,11 @@ class CheckpointRetention:
             raise NotImplementedError(
                 f"keep_checkpoints needs a saver that can prune; {type(saver).__name__} "
                 "implements neither prune nor aprune. Use a saver that does (PostgresSaver, "
-                "the Cosmos DB savers) or leave keep_checkpoints unset"
+                "RedisSaver, the Cosmos DB savers) or leave keep_checkpoints unset"
             )
         self._counts: OrderedDict[str, int] = OrderedDict()
+        # (thread id, namespace, checkpoint id) s that get_tuple found nothing under.
+        self._unfound: OrderedDict[tuple[str, str, str], None] = OrderedDict()
         self._lock = threading.Lock()
 
     def before_put(self, checkpoint: Checkpoint, metadata: CheckpointMetadata) -> None:
@@ -104,6 +122,69 @@ class CheckpointRetention:
                 "keep_checkpoints unset for this graph, or declare the channel with a plain "
                 "reducer (Annotated[list, operator.add])"
             )
+
+    def note_read(self, config: RunnableConfig, found: object) -> None:
+        """Remember a ``get_tuple`` by id that found nothing (LangGraph then runs from an
+        empty state and names that id as the parent of its first put)."""
+        configurable: Mapping[str, Any] = config.get("configurable") or {}
+        checkpoint_id = configurable.get("checkpoint_id")
+        if found is not None or not checkpoint_id or configurable.get("thread_id") is None:
+            return
+        key = (
+            str(configurable["thread_id"]),
+            str(configurable.get("checkpoint_ns", "")),
+            str(checkpoint_id),
+        )
+        with self._lock:
+            self._unfound.pop(key, None)
+            self._unfound[key] = None
+            while len(self._unfound) > _COUNTED_THREADS:
+                self._unfound.popitem(last=False)
+
+    def check_parent(self, config: RunnableConfig) -> None:
+        """Refuse a put whose parent checkpoint (``config``'s ``checkpoint_id``) ``get_tuple``
+        found nothing under, still not stored, while the namespace has a newer checkpoint (see
+        the module docstring).
+
+        Raises:
+            ValueError: The parent checkpoint is gone and the thread moved on; the message
+                names the thread, the namespace, both ids and how to continue.
+        """
+        parent = self._unfound_parent(config)
+        if parent is None or self._saver.get_tuple(config) is not None:
+            return
+        latest = self._saver.get_tuple(_latest_config(config))
+        _refuse_removed(config, parent, latest.config if latest is not None else None)
+
+    async def acheck_parent(self, config: RunnableConfig) -> None:
+        """Async :meth:`check_parent` (the saver's ``aget_tuple``, or ``get_tuple`` in a
+        worker thread when it has no async reads)."""
+        parent = self._unfound_parent(config)
+        if parent is None:
+            return
+        if _overrides(self._saver, "aget_tuple"):
+            if await self._saver.aget_tuple(config) is not None:
+                return
+            latest = await self._saver.aget_tuple(_latest_config(config))
+        else:
+            if await asyncio.to_thread(self._saver.get_tuple, config) is not None:
+                return
+            latest = await asyncio.to_thread(self._saver.get_tuple, _latest_config(config))
+        _refuse_removed(config, parent, latest.config if latest is not None else None)
+
+    def _unfound_parent(self, config: RunnableConfig) -> str | None:
+        """The parent id of a put when ``get_tuple`` found nothing under it, else None."""
+        configurable: Mapping[str, Any] = config.get("configurable") or {}
+        parent = configurable.get("checkpoint_id")
+        if not parent or configurable.get("thread_id") is None:
+            return None
+        key = (
+            str(configurable["thread_id"]),
+            str(configurable.get("checkpoint_ns", "")),
+            str(parent),
+        )
+        with self._lock:
+            return str(parent) if key in self._unfound else None
 
     def after_put(self, config: RunnableConfig) -> None:
         """Count a put; prune its thread when it is due."""
@@ -155,6 +236,35 @@ class CheckpointRetention:
             type(error).__name__,
             error,
         )
+
+
+def _latest_config(config: RunnableConfig) -> RunnableConfig:
+    configurable: Mapping[str, Any] = config.get("configurable") or {}
+    return {
+        "configurable": {
+            "thread_id": configurable["thread_id"],
+            "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+        }
+    }
+
+
+def _refuse_removed(config: RunnableConfig, parent: str, latest: RunnableConfig | None) -> None:
+    """Raise when the namespace holds a checkpoint newer than the missing ``parent``."""
+    latest_id = str(((latest or {}).get("configurable") or {}).get("checkpoint_id") or "")
+    if not latest_id or latest_id <= parent:
+        return  # nothing newer: a run building on a checkpoint not stored yet, or a new thread
+    configurable: Mapping[str, Any] = config.get("configurable") or {}
+    thread_id = configurable["thread_id"]
+    raise ValueError(
+        f"checkpoint {parent!r} of thread {thread_id!r} (namespace "
+        f"{configurable.get('checkpoint_ns', '')!r}), which this run builds on, is not stored: "
+        "keep_checkpoints pruned it (or it was removed otherwise, or never stored), and the "
+        f"thread has moved on to checkpoint {latest_id!r}. LangGraph found nothing under that "
+        "id and started from an empty state, which would have replaced the thread's history; "
+        "nothing was stored. Continue from the latest checkpoint: drop checkpoint_id from the "
+        f"config ({{'configurable': {{'thread_id': {thread_id!r}}}}}) and read it again with "
+        "get_state"
+    )
 
 
 def _delta_channels(checkpoint: Checkpoint, metadata: Mapping[str, Any] | None) -> list[str]:

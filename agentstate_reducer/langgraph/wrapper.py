@@ -329,10 +329,14 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
                 nothing was stored.
             NotImplementedError: The message channel is a DeltaChannel, or with
                 ``keep_checkpoints`` any channel is; nothing was stored.
+            ValueError: With ``keep_checkpoints``, the config names a checkpoint that is no
+                longer stored while the thread has a newer one (pruned: continue from the
+                latest); nothing was stored.
             TypeError: The message channel holds a non-message.
         """
         if self.retention is not None:
             self.retention.before_put(checkpoint, metadata)
+            self.retention.check_parent(config)
         if self.reduces:
             new_versions = dict(new_versions)
             checkpoint = self.message_reduction.apply(
@@ -361,10 +365,14 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
                 nothing was stored.
             NotImplementedError: The message channel is a DeltaChannel, or with
                 ``keep_checkpoints`` any channel is; nothing was stored.
+            ValueError: With ``keep_checkpoints``, the config names a checkpoint that is no
+                longer stored while the thread has a newer one (pruned: continue from the
+                latest); nothing was stored.
             TypeError: The message channel holds a non-message.
         """
         if self.retention is not None:
             self.retention.before_put(checkpoint, metadata)
+            await self.retention.acheck_parent(config)
         if self.reduces:
             new_versions = dict(new_versions)
             checkpoint = await self.message_reduction.aapply(
@@ -377,11 +385,17 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
 
     @override
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self.inner.get_tuple(config)
+        found = self.inner.get_tuple(config)
+        if self.retention is not None:
+            self.retention.note_read(config, found)
+        return found
 
     @override
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self.inner.aget_tuple(config)
+        found = await self.inner.aget_tuple(config)
+        if self.retention is not None:
+            self.retention.note_read(config, found)
+        return found
 
     @override
     def list(
@@ -413,6 +427,11 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        if self.retention is not None:
+            # Writes for a checkpoint get_tuple found nothing under (a Command(resume=...) run
+            # from a pruned checkpoint stores its resume value first): refused before its
+            # nodes run, as its first put would be.
+            self.retention.check_parent(config)
         if self._inner_takes_task_path:
             self.inner.put_writes(config, writes, task_id, task_path)
         else:
@@ -426,6 +445,8 @@ class ReducingCheckpointSaver(BaseCheckpointSaver[Any]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        if self.retention is not None:
+            await self.retention.acheck_parent(config)
         if self._inner_async_takes_task_path:
             await self.inner.aput_writes(config, writes, task_id, task_path)
         else:

@@ -435,7 +435,7 @@ def as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_plain)
+        return _COMPACT_JSON.encode(value)
     except (TypeError, ValueError):
         return str(value)
 
@@ -448,6 +448,11 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return f"<{len(value)} bytes>"
     return str(value)
+
+
+#: What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_plain)``
+#: builds on every call, built once (counting reads every call's arguments as text).
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_plain)
 
 
 def text_or_none(value: Any) -> str | None:

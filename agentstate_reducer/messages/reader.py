@@ -518,8 +518,8 @@ def read_view(msg: Any) -> MessageView:
             summary = type(found) is str and found.startswith(BLOCK_HEADERS)
     if role is AI:
         calls = fields.get("tool_calls") if fields is not None else getattr(msg, "tool_calls", None)
-        if not calls:  # also looks in additional_kwargs
-            ids = chat.tool_call_ids(msg)
+        if not calls:  # also looks in additional_kwargs (a dict or None here)
+            ids = chat.tool_call_ids(msg) if extra and extra.get("tool_calls") else ()
         elif type(calls) is not list:
             return general_view(msg)
         else:

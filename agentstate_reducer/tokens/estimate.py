@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from ..messages import parts_of
+from ..messages import Parts, parts_of
 
 #: Tokens charged for each image content block (a fixed, documented cost).
 IMAGE_TOKENS = 85
@@ -698,7 +698,14 @@ def _message_tokens(message: Any, text_tokens: Callable[[str], int]) -> int:
     :func:`~agentstate_reducer.messages.parts_of`): text, reasoning and tool results by
     ``text_tokens``, images at a fixed cost, and for ai messages each call's name and
     arguments (a legacy function_call too), each part once."""
-    texts, calls, images = parts_of(message)
+    return parts_tokens(parts_of(message), text_tokens)
+
+
+def parts_tokens(parts: Parts, text_tokens: Callable[[str], int] = estimate_text_tokens) -> int:
+    """:func:`_message_tokens` of a message whose :func:`parts_of` is ``parts``: the
+    estimate is a function of the parts alone (what lets
+    :class:`~agentstate_reducer.tokens.TokenCounter` cache it by them)."""
+    texts, calls, images = parts
     total = MESSAGE_OVERHEAD + IMAGE_TOKENS * images if images else MESSAGE_OVERHEAD
     for text in texts:
         if text:

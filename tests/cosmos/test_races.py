@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from agentstate_cosmosdb import (
     AsyncCosmosDBSaver,
+    CosmosCheckpointRemovedError,
     CosmosDBSaver,
     CosmosThreadDeletedError,
 )
@@ -232,7 +233,9 @@ def test_forks_and_reads_beside_a_writer_with_retention_in_another_process(
     """Process 2 chats on a thread with keep_checkpoints; meanwhile this process forks
     from older checkpoints (update_state on one it listed) and lists and reads the thread
     over and over. No read ever meets a missing document, neither process's runs fail, and
-    afterwards the thread and every listed checkpoint read whole."""
+    afterwards the thread and every listed checkpoint read whole. A fork whose checkpoint
+    retention removed between the list and the update (LangGraph then finds nothing under its
+    id and would update an empty state) is refused, never stored as the thread's latest."""
     container = new_container()
     thread = f"forks-{keep}"
     config = {"configurable": {"thread_id": thread}}
@@ -248,7 +251,12 @@ def test_forks_and_reads_beside_a_writer_with_retention_in_another_process(
                 _read_everything(saver, config)
                 older = [t.config for t in saver.list(config)][1:]
                 if older:
-                    graph.update_state(older[-1], {"messages": [AIMessage(content="fork")]})
+                    try:
+                        graph.update_state(older[-1], {"messages": [AIMessage(content="fork")]})
+                    except CosmosCheckpointRemovedError as exc:
+                        assert exc.checkpoint_id == older[-1]["configurable"]["checkpoint_id"]
+                        assert saver.get_tuple(older[-1]) is None
+                        continue
                     forks += 1
         finally:
             status, report = _workers.finish(worker)

@@ -1,8 +1,10 @@
-"""Real savers for the wrapper tests: InMemory, SQLite and PostgreSQL, sync and async.
+"""Real savers for the wrapper tests: InMemory, SQLite, PostgreSQL and Redis, sync and async.
 
 ``sync_inner`` / ``async_inner`` are parametrised over the backends; the PostgreSQL ones
-use a schema of their own per test (``tests._postgres``) and are skipped, or failed under
-``CI=true``, when the server does not answer.
+use a schema of their own per test (``tests._postgres``), the Redis ones
+(langgraph-checkpoint-redis's ``RedisSaver`` / ``AsyncRedisSaver``) key prefixes of their
+own on a Redis Stack server (``tests._redis_stack``); both are skipped, or failed under
+``CI=true``, when their server cannot be had.
 """
 
 from __future__ import annotations
@@ -17,11 +19,35 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.redis import RedisSaver
+from langgraph.checkpoint.redis.aio import AsyncRedisSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-SYNC_BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-ASYNC_BACKENDS = ["memory", "aiosqlite", pytest.param("apostgres", marks=pytest.mark.postgres)]
+SYNC_BACKENDS = [
+    "memory",
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("redis", marks=pytest.mark.redis),
+]
+ASYNC_BACKENDS = [
+    "memory",
+    "aiosqlite",
+    pytest.param("apostgres", marks=pytest.mark.postgres),
+    pytest.param("aredis", marks=pytest.mark.redis),
+]
+SYNC_DB_BACKENDS = [backend for backend in SYNC_BACKENDS if backend != "memory"]
+ASYNC_DB_BACKENDS = [backend for backend in ASYNC_BACKENDS if backend != "memory"]
+
+
+def redis_prefixes(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The Redis savers' key prefixes for this test (``redis_prefix``): its own indexes and
+    keys, deleted when it ends."""
+    prefix = request.getfixturevalue("redis_prefix")
+    return {
+        "checkpoint_prefix": f"{prefix}checkpoint",
+        "checkpoint_write_prefix": f"{prefix}checkpoint_write",
+    }
 
 
 def open_sync(name: str, request: pytest.FixtureRequest) -> Iterator[BaseCheckpointSaver[Any]]:
@@ -36,6 +62,11 @@ def open_sync(name: str, request: pytest.FixtureRequest) -> Iterator[BaseCheckpo
     elif name == "postgres":
         conninfo = request.getfixturevalue("postgres_conninfo")
         with PostgresSaver.from_conn_string(conninfo) as saver:
+            saver.setup()
+            yield saver
+    elif name == "redis":
+        url = request.getfixturevalue("redis_stack_url")
+        with RedisSaver.from_conn_string(url, **redis_prefixes(request)) as saver:
             saver.setup()
             yield saver
     else:  # pragma: no cover
@@ -55,6 +86,11 @@ async def open_async(
         async with AsyncPostgresSaver.from_conn_string(conninfo) as saver:
             await saver.setup()
             yield saver
+    elif name == "aredis":
+        url = request.getfixturevalue("redis_stack_url")
+        async with AsyncRedisSaver.from_conn_string(url, **redis_prefixes(request)) as saver:
+            await saver.asetup()
+            yield saver
     else:  # pragma: no cover
         raise ValueError(name)
 
@@ -72,16 +108,16 @@ async def async_inner(request: pytest.FixtureRequest) -> AsyncIterator[BaseCheck
         yield saver
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=SYNC_DB_BACKENDS)
 def sync_db_inner(request: pytest.FixtureRequest) -> Iterator[BaseCheckpointSaver[Any]]:
-    """A fresh bare SQLite or PostgreSQL saver (sync)."""
+    """A fresh bare SQLite, PostgreSQL or Redis saver (sync)."""
     yield from open_sync(request.param, request)
 
 
-@pytest_asyncio.fixture(params=["aiosqlite", pytest.param("apostgres", marks=pytest.mark.postgres)])
+@pytest_asyncio.fixture(params=ASYNC_DB_BACKENDS)
 async def async_db_inner(
     request: pytest.FixtureRequest,
 ) -> AsyncIterator[BaseCheckpointSaver[Any]]:
-    """A fresh bare SQLite or PostgreSQL saver (async)."""
+    """A fresh bare SQLite, PostgreSQL or Redis saver (async)."""
     async for saver in open_async(request.param, request):
         yield saver

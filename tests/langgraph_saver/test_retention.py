@@ -8,6 +8,7 @@ graph with keep_checkpoints refused before anything is stored."""
 from __future__ import annotations
 
 import operator
+import uuid
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -212,3 +213,62 @@ def test_keep_checkpoints_refuses_a_delta_channel_before_storing(postgres_connin
         for _ in range(3):
             plain.invoke({"messages": [], "items": ["a"]}, {"configurable": {"thread_id": "d2"}})
         assert len(plain.get_state({"configurable": {"thread_id": "d2"}}).values["items"]) == 6
+
+
+def _late_resume_turns(graph: Any, config: Any) -> Any:
+    """Two approval turns on ``config``; returns the config a UI kept from the first."""
+    graph.invoke({"messages": [HumanMessage(content="go 0")]}, config)
+    held = graph.get_state(config).config
+    graph.invoke(Command(resume="yes"), config)
+    graph.invoke({"messages": [HumanMessage(content="go 1")]}, config)
+    graph.invoke(Command(resume="yes"), config)
+    return held
+
+
+def test_a_late_resume_from_a_pruned_checkpoint_is_refused(postgres_conninfo: str) -> None:
+    """keep_checkpoints=2 pruned the checkpoint a UI's config names: resuming with it is
+    refused (ValueError naming thread and ids, nothing stored) instead of restarting the
+    thread from an empty state; the latest state keeps every message."""
+    with PostgresSaver.from_conn_string(postgres_conninfo) as inner:
+        inner.setup()
+        if refused_here(inner, 2):
+            return
+        saver = ReducingCheckpointSaver(inner, MessageReducer(40, 80), keep_checkpoints=2)
+        graph = approval_graph(saver)
+        config = {"configurable": {"thread_id": f"late-{uuid.uuid4().hex}"}}
+        held = _late_resume_turns(graph, config)
+        before = graph.get_state(config)
+        with pytest.raises(ValueError, match="drop checkpoint_id") as info:
+            graph.invoke(Command(resume="late"), held)
+        after = graph.get_state(config)
+    assert held["configurable"]["checkpoint_id"] in str(info.value)
+    assert before.config["configurable"]["checkpoint_id"] in str(info.value)
+    assert after.config == before.config
+    assert [m.content for m in after.values["messages"]] == [
+        m.content for m in before.values["messages"]
+    ]
+    assert len(after.values["messages"]) == 6
+
+
+async def test_a_late_resume_from_a_pruned_checkpoint_is_refused_async(
+    postgres_conninfo: str,
+) -> None:
+    """The same with AsyncPostgresSaver (its aget_tuple checks the parent)."""
+    async with AsyncPostgresSaver.from_conn_string(postgres_conninfo) as inner:
+        await inner.setup()
+        if refused_here(inner, 2):
+            return
+        saver = ReducingCheckpointSaver(inner, MessageReducer(40, 80), keep_checkpoints=2)
+        graph = approval_graph(saver)
+        config = {"configurable": {"thread_id": f"late-async-{uuid.uuid4().hex}"}}
+        await graph.ainvoke({"messages": [HumanMessage(content="go 0")]}, config)
+        held = (await graph.aget_state(config)).config
+        await graph.ainvoke(Command(resume="yes"), config)
+        await graph.ainvoke({"messages": [HumanMessage(content="go 1")]}, config)
+        await graph.ainvoke(Command(resume="yes"), config)
+        before = await graph.aget_state(config)
+        with pytest.raises(ValueError, match="drop checkpoint_id"):
+            await graph.ainvoke(Command(resume="late"), held)
+        after = await graph.aget_state(config)
+    assert after.config == before.config
+    assert len(after.values["messages"]) == 6

@@ -14,6 +14,7 @@ value stored once per version, large values split across documents.
 
 from agentstate_cosmosdb.aio import AsyncCosmosDBSaver
 from agentstate_cosmosdb.errors import (
+    CosmosCheckpointRemovedError,
     CosmosConfigurationError,
     CosmosContainerNotFoundError,
     CosmosDataError,
@@ -36,6 +37,7 @@ __version__ = "0.1.0"
 __all__ = [
     "PARTITION_KEY_PATH",
     "AsyncCosmosDBSaver",
+    "CosmosCheckpointRemovedError",
     "CosmosConfigurationError",
     "CosmosContainerNotFoundError",
     "CosmosDBSaver",

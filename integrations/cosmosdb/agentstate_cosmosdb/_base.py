@@ -44,11 +44,14 @@ Invariants every generator keeps (what a reader may rely on, whatever fails part
 * **A run the thread was deleted under stores nothing more** (``delete_thread`` leaves a
   tombstone; see ``_writes``).
 
-With ``ttl=``: every put records when each holder it references was written (``written``);
-a holder older than the ttl has its value written again by the next put. Holders live twice
-the ttl, the head the ttl: a thread reads whole for ``ttl`` seconds after its last put (the
-seconds of inactivity ``ttl=`` promises), and then expires as a whole (the head first; a
-namespace without a head lists nothing).
+With ``ttl=``: every put records when each holder it references expires (``expires``); a
+holder that would expire before the head the put writes has its value written again. Holders
+live twice the ttl, the head the ttl plus one second (the service's ``_ts`` is whole seconds):
+a thread reads whole for at least ``ttl`` seconds after its last put (the seconds of
+inactivity ``ttl=`` promises), and then expires as a whole (the head first; a namespace
+without a head lists nothing). Instances with different ``ttl=`` (or none) on one container
+keep each other's threads whole the same way: a put without ttl writes again every value
+whose holder has one.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from agentstate_cosmosdb._reads import ReadOps
 from agentstate_cosmosdb._setup import SetupOps
+from agentstate_cosmosdb._state import RecentIds
 from agentstate_cosmosdb._writes import WriteOps
 from agentstate_cosmosdb.documents import resolve_codec
 from agentstate_cosmosdb.errors import (
@@ -197,6 +201,8 @@ class BaseCosmosDBSaver(SetupOps, WriteOps, ReadOps):
         self._inflight = 0
         self._inflight_lock = threading.Condition()
         self._heads = HeadCache()
+        self._unfound = RecentIds()
+        self._deleted_runs = RecentIds()
         # (pk, ns) of threads whose checkpoint this process refused (a DeltaChannel): their
         # pending writes are refused too, so a refused graph stores nothing.
         self._refused_threads: OrderedDict[tuple[str, str], None] = OrderedDict()

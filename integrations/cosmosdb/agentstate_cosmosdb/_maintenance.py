@@ -56,6 +56,7 @@ from agentstate_cosmosdb._state import (
     ORPHAN_GRACE_SECONDS,
     TOMBSTONE_MIN_TTL,
     backoff,
+    checkpoint_id_at,
     fits,
 )
 from agentstate_cosmosdb._values import ValueDocs
@@ -384,6 +385,7 @@ class MaintenanceOps(ValueDocs):
         tomb = cast("Document | None", first[0])
         index = cast("list[Document]", first[1])
         before = str((tomb or {}).get("before") or "")
+        deleted_at = ""  # written again: a delete now covers the runs under way now
         for attempt in range(MAINTENANCE_ROUNDS):
             if attempt:
                 index = yield from query(SELECT_THREAD_INDEX_SQL, params, pk)
@@ -391,9 +393,10 @@ class MaintenanceOps(ValueDocs):
                 self._heads.drop_thread(pk, thread_id)
                 return
             newest = max((str(d.get("checkpoint_id") or "") for d in index), default="")
-            if newest > before:
-                before = newest
-                yield from write_all([Upsert(self._tombstone(pk, before))])
+            if newest > before or not deleted_at:
+                before = max(before, newest)
+                deleted_at = max(deleted_at, checkpoint_id_at((yield from clock_now())))
+                yield from write_all([Upsert(self._tombstone(pk, before, deleted_at))])
             latest = _newest_per_ns(index)
             fences = yield from self._fences_ops(pk, thread_id, index, latest)
             if fences is None:
@@ -421,8 +424,14 @@ class MaintenanceOps(ValueDocs):
             )
         self._heads.drop_thread(pk, thread_id)
 
-    def _tombstone(self, pk: str, before: str) -> Document:
-        doc: Document = {"id": tombstone_id(), "pk": pk, "kind": KIND_DELETED, "before": before}
+    def _tombstone(self, pk: str, before: str, deleted_at: str) -> Document:
+        doc: Document = {
+            "id": tombstone_id(),
+            "pk": pk,
+            "kind": KIND_DELETED,
+            "before": before,
+            "deleted_at": deleted_at,
+        }
         if self.ttl is not None:
             doc["ttl"] = max(TOMBSTONE_MIN_TTL, HOLDER_TTL_FACTOR * self.ttl)
         return doc
@@ -450,6 +459,14 @@ class MaintenanceOps(ValueDocs):
             copy.pop("ttl", None)
             if "written" in copy:
                 copy["written"] = {k: now for k in copy["written"]}
+            if "origins" in copy:
+                # The copies are stamped with this saver's ttl (or none) from now.
+                holders = set((copy.get("origins") or {}).values())
+                copy["expires"] = (
+                    {h: now + HOLDER_TTL_FACTOR * self.ttl for h in holders}
+                    if self.ttl is not None
+                    else {}
+                )
             kind = doc["kind"]
             if kind == KIND_HEAD:
                 continue  # moved onto each copied checkpoint below

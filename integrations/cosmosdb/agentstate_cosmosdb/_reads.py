@@ -149,6 +149,10 @@ class ReadOps(ValueDocs):
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id:
             found = yield from self._get_by_id_ops(pk, thread_id, ns, checkpoint_id)
+            if found is None:
+                # LangGraph runs from an empty state now; its first put is refused when the
+                # thread has moved on (see _writes).
+                self._unfound.add((pk, thread_id, ns, checkpoint_id))
             return found
         key: HeadKey = (pk, thread_id, ns)
         for attempt in range(READ_ATTEMPTS):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import random
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +33,7 @@ __all__ = [
     "BATCH_BYTES",
     "BATCH_MAX_OPS",
     "CAS_ATTEMPTS",
+    "HEAD_TTL_SLACK",
     "HOLDER_TTL_FACTOR",
     "MAINTENANCE_FANOUT",
     "MAINTENANCE_ROUNDS",
@@ -39,6 +42,7 @@ __all__ = [
     "TTL_MARGIN_SECONDS",
     "SaverState",
     "backoff",
+    "checkpoint_id_at",
     "fits",
     "head_state",
     "stored_config",
@@ -66,9 +70,19 @@ the oldest value it references."""
 
 HOLDER_TTL_FACTOR = 2
 """With ``ttl=``, every document but the head lives ``HOLDER_TTL_FACTOR * ttl`` seconds after
-its last write, the head ``ttl``: a put writes again each value it references that is older
-than ``ttl`` (less the margin), so everything the head needs outlives it, and a thread reads
-whole for ``ttl`` seconds after its last put."""
+its last write, the head ``ttl + HEAD_TTL_SLACK``: a put writes again each value it references
+that would expire sooner than its head (plus the margin), so everything the head needs
+outlives it, and a thread reads whole for ``ttl`` seconds after its last put.
+
+Each checkpoint records when each holder it references expires (``expires``; a holder without
+a ttl is not listed), so instances with different ``ttl=`` (or none) on one container keep
+each other's threads whole: a put without ttl writes again every value whose holder has one,
+a put with a longer ttl every value whose holder would expire before its head."""
+
+HEAD_TTL_SLACK = 1
+"""The service stamps ``_ts`` in whole seconds (rounded down) and expires a document once
+``_ts + ttl`` has passed, so a document stamped with ``ttl`` can expire up to a second short of
+it: the head gets this much more."""
 
 TOMBSTONE_MIN_TTL = 86_400
 """With ``ttl=``, a tombstone lives at least this long (or the holders' ttl, if longer)."""
@@ -102,9 +116,56 @@ class SaverState(BaseCheckpointSaver[str]):
     _container: Any
     _closed: bool
     _heads: HeadCache
+    _unfound: RecentIds
+    """Checkpoints ``get_tuple`` of this process asked for by id and found nothing under (at
+    that moment). LangGraph then runs from an empty checkpoint and names that id as the parent
+    of its first put; a put whose parent is here, still not stored, while the namespace has a
+    newer head, is that run, and is refused (see ``_writes``). A run whose parent was read
+    whole and removed afterwards is not here: its put holds the parent's state in full."""
+    _deleted_runs: RecentIds
+    """Checkpoints whose put this process refused because their thread was deleted under
+    their run: their pending writes are refused too (see ``_writes``)."""
 
     def _remember_head(self, key: HeadKey, doc: Mapping[str, Any], etag: str) -> None:
         self._heads.set(key, head_state(doc, etag))
+
+
+RECENT_IDS = 4096
+"""Entries a :class:`RecentIds` keeps."""
+
+
+class RecentIds:
+    """A bounded, thread-safe set of (partition key, thread id, namespace, checkpoint id) s,
+    the most recent kept (what each set holds is stated where :class:`SaverState` declares
+    it)."""
+
+    def __init__(self, max_entries: int = RECENT_IDS) -> None:
+        self._max = max_entries
+        self._data: OrderedDict[tuple[str, str, str, str], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, key: tuple[str, str, str, str]) -> None:
+        with self._lock:
+            self._data.pop(key, None)
+            self._data[key] = None
+            while len(self._data) > self._max:
+                self._data.popitem(last=False)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._data
+
+
+_UUID_EPOCH_OFFSET = 0x01B21DD213814000
+"""100-nanosecond intervals from 1582-10-15 (the UUID epoch) to 1970-01-01."""
+
+
+def checkpoint_id_at(seconds: float) -> str:
+    """The greatest checkpoint id LangGraph (a uuid6: its time first, so ids sort by time)
+    can make at ``seconds`` since the epoch: every id made before then sorts below it."""
+    ts = int(seconds * 10_000_000) + _UUID_EPOCH_OFFSET
+    high, mid, low = (ts >> 28) & 0xFFFFFFFF, (ts >> 12) & 0xFFFF, ts & 0x0FFF
+    return f"{high:08x}-{mid:04x}-6{low:03x}-ffff-ffffffffffff"
 
 
 def fits(ops: Sequence[BatchOp]) -> bool:

@@ -11,7 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentstate_cosmosdb._state import HOLDER_TTL_FACTOR, TTL_MARGIN_SECONDS, SaverState
+from agentstate_cosmosdb._state import (
+    HEAD_TTL_SLACK,
+    HOLDER_TTL_FACTOR,
+    TTL_MARGIN_SECONDS,
+    SaverState,
+)
 from agentstate_cosmosdb.documents import b64, decode, decompress, encode, split_chunks, unb64
 from agentstate_cosmosdb.documents import compress as compress_bytes
 from agentstate_cosmosdb.errors import CosmosMissingDocumentError
@@ -90,8 +95,8 @@ class ValueDocs(SaverState):
         """The head for a checkpoint document: the same fields, with its own new values only
         when they are small (HEAD_VALUES_BYTES), so the head stays a pointer.
 
-        With ``ttl=``, the head lives ``ttl`` seconds, and never longer than the oldest holder
-        it references (which the put wrote again when it was older than ``ttl``).
+        With ``ttl=``, the head lives ``ttl + HEAD_TTL_SLACK`` seconds, and never longer than
+        the first holder it references expires (the put wrote again each one that would).
         """
         doc = {k: v for k, v in cp_doc.items() if k not in _NOT_IN_HEAD}
         doc.update(id=head_id(cp_doc["ns"]), kind=KIND_HEAD)
@@ -100,7 +105,11 @@ class ValueDocs(SaverState):
             doc["values"] = own  # small: the latest checkpoint reads from the head alone
         if self.ttl is None:
             return doc
-        written: Mapping[str, float] = cp_doc.get("written") or {}
-        oldest = min(written.values(), default=now)
-        holders_left = HOLDER_TTL_FACTOR * self.ttl - (now - oldest) - TTL_MARGIN_SECONDS
-        return self._stamp(doc, max(1, int(min(self.ttl, holders_left))))
+        expires: Mapping[str, float] | None = cp_doc.get("expires")
+        if expires is None:  # a document from before `expires` (copy_thread of an old one)
+            written: Mapping[str, float] = cp_doc.get("written") or {}
+            first = min(written.values(), default=now) + HOLDER_TTL_FACTOR * self.ttl
+        else:
+            first = min(expires.values(), default=now + HOLDER_TTL_FACTOR * self.ttl)
+        holders_left = first - now - TTL_MARGIN_SECONDS
+        return self._stamp(doc, max(1, int(min(self.ttl + HEAD_TTL_SLACK, holders_left))))

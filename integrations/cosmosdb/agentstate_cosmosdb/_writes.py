@@ -28,12 +28,27 @@ large for a batch, or, with ``ttl=``, older than the head), it stores a self-con
 checkpoint (every value written anew under fresh ids: it inherits nothing) and moves the head
 by compare-and-swap, never backwards.
 
+**What makes it safe against a config naming a removed checkpoint.** ``get_tuple`` of an id
+that is not stored returns None (the saver contract), and LangGraph then runs from an empty
+state whose first put names that id as its parent: stored, it would become the thread's latest
+and take its history. Such a put (its parent asked for and not found by this process's
+``get_tuple``, still not stored, and the namespace's head newer) is refused with
+:class:`~agentstate_cosmosdb.errors.CosmosCheckpointRemovedError`, nothing stored, and so are
+pending writes for that id (a ``Command(resume=...)`` stores its resume value first, before
+any node runs). That is the earliest point that can tell (for a run with new input under
+``durability="exit"``, after the run's nodes). A run
+that read its parent whole, which clean-up removed afterwards, holds the parent's state in
+full: its put is stored as before.
+
 **What makes it safe against delete_thread.** ``delete_thread`` leaves a tombstone with the
-newest checkpoint id the thread had. A put that builds on a parent that is gone, in a
-namespace without a head, whose parent id the tombstone covers, belongs to a run the thread
-was deleted under: it is refused with :class:`~agentstate_cosmosdb.errors.
-CosmosThreadDeletedError` and stores nothing; so are its pending writes (their batch reads the
-namespace's head). A run that starts afresh on the same thread id is not affected.
+newest checkpoint id the thread had, and the greatest id a checkpoint made before the delete
+can have (``deleted_at``). A put that builds on a parent that is gone, in a namespace without
+a head, whose parent id the tombstone covers, belongs to a run the thread was deleted under:
+it is refused with :class:`~agentstate_cosmosdb.errors.CosmosThreadDeletedError` and stores
+nothing; so are pending writes, in a namespace without a head, for a checkpoint it covers
+(their batch reads the namespace's head), stored or not yet (``durability="async"`` stores
+writes before their checkpoint). A run that starts afresh on the same thread id is not
+affected (its checkpoints are made after the delete).
 """
 
 from __future__ import annotations
@@ -55,6 +70,8 @@ from langgraph.checkpoint.base import (
 from agentstate_cosmosdb._maintenance import MaintenanceOps
 from agentstate_cosmosdb._state import (
     CAS_ATTEMPTS,
+    HEAD_TTL_SLACK,
+    HOLDER_TTL_FACTOR,
     MAINTENANCE_FANOUT,
     TTL_MARGIN_SECONDS,
     backoff,
@@ -63,7 +80,11 @@ from agentstate_cosmosdb._state import (
     stored_config,
 )
 from agentstate_cosmosdb.documents import EMPTY, b64, json_safe, origin_in
-from agentstate_cosmosdb.errors import CosmosOperationError, CosmosThreadDeletedError
+from agentstate_cosmosdb.errors import (
+    CosmosCheckpointRemovedError,
+    CosmosOperationError,
+    CosmosThreadDeletedError,
+)
 from agentstate_cosmosdb.heads import HeadKey, HeadState
 from agentstate_cosmosdb.ops import (
     BatchOp,
@@ -77,6 +98,7 @@ from agentstate_cosmosdb.ops import (
     Sleep,
     Upsert,
     batch,
+    query,
     read,
     read_many,
     write,
@@ -86,12 +108,14 @@ from agentstate_cosmosdb.ops import now as clock_now
 from agentstate_cosmosdb.schema import (
     KIND_BLOB,
     KIND_CHECKPOINT,
+    KIND_CHUNK,
     KIND_VALUES,
     KIND_WRITE_VALUE,
     KIND_WRITES,
     KIND_WRITES_MARK,
     KIND_WRITES_PART,
     SCHEMA_VERSION,
+    SELECT_NS_INDEX_SQL,
     blob_id,
     checkpoint_doc_id,
     head_id,
@@ -161,7 +185,21 @@ class WriteOps(MaintenanceOps):
             state = cached if cached is not None else (yield from self._head_state_ops(key))
             parent_doc = yield from self._parent_ops(key, state, parent_id)
             if parent_id and parent_doc is None and state.absent:
-                yield from self._refuse_if_deleted_ops(pk, thread_id, ns, str(parent_id))
+                try:
+                    yield from self._refuse_if_deleted_ops(pk, thread_id, ns, str(parent_id))
+                except CosmosThreadDeletedError:
+                    # Writes of this checkpoint stored meanwhile (before it, under
+                    # durability="async") go now; later ones are refused.
+                    self._deleted_runs.add((pk, thread_id, ns, checkpoint_id))
+                    yield from self._drop_writes_ops(pk, thread_id, ns, checkpoint_id)
+                    raise
+            if (
+                parent_id
+                and parent_doc is None
+                and state.checkpoint_id > str(parent_id)
+                and (pk, thread_id, ns, str(parent_id)) in self._unfound
+            ):
+                raise _removed_parent(thread_id, ns, str(parent_id), state.checkpoint_id)
             moves_head = checkpoint_id >= state.checkpoint_id
             if not moves_head and self.ttl is not None:
                 break  # (a touch of the head would restart its ttl)
@@ -218,16 +256,45 @@ class WriteOps(MaintenanceOps):
             return None
         return doc
 
-    def _refuse_if_deleted_ops(self, pk: str, thread_id: str, ns: str, parent_id: str) -> Ops[None]:
-        """Raise when the tombstone of ``delete_thread`` covers ``parent_id``."""
+    def _refuse_if_deleted_ops(
+        self, pk: str, thread_id: str, ns: str, checkpoint_id: str, *, writes: bool = False
+    ) -> Ops[None]:
+        """Raise when the tombstone of ``delete_thread`` covers ``checkpoint_id`` (the parent
+        of a put, or the checkpoint of pending writes): it is up to the newest checkpoint the
+        thread had, or was made before the delete (``deleted_at``: under
+        ``durability="async"`` a run stores a task's writes before their checkpoint, which
+        may not have been stored when the thread was deleted)."""
         tomb = yield from read(tombstone_id(), pk)
-        if tomb is not None and parent_id <= str(tomb.get("before") or ""):
+        if tomb is None:
+            return
+        before = str(tomb.get("before") or "")
+        deleted_at = str(tomb.get("deleted_at") or "")
+        if checkpoint_id <= before or checkpoint_id <= deleted_at:
+            what = "pending writes for checkpoint" if writes else "checkpoint"
             raise CosmosThreadDeletedError(
                 f"thread {thread_id!r} was deleted (delete_thread) while a run was using it: "
-                f"checkpoint {parent_id!r} (namespace {ns!r}), which this run builds on, is "
-                "gone, and nothing of the run was stored after the delete. Start the thread "
-                "again with new input (a run without checkpoint_id)."
+                f"{what} {checkpoint_id!r} (namespace {ns!r}) belongs to that run, so it was "
+                "refused, as is everything the run stores from now on (what it stored before "
+                "the delete went with the thread). Start the thread again with new input (a "
+                "run without checkpoint_id)."
             )
+
+    def _drop_writes_ops(self, pk: str, thread_id: str, ns: str, checkpoint_id: str) -> Ops[None]:
+        """Delete every pending-write document of one checkpoint (writes, parts, values and
+        their chunks, the mark)."""
+        index = yield from query(
+            SELECT_NS_INDEX_SQL, (("@pk", pk), ("@thread_id", thread_id), ("@ns", ns)), pk
+        )
+        kinds = (KIND_WRITES, KIND_WRITES_PART, KIND_WRITE_VALUE, KIND_WRITES_MARK)
+        ids = {
+            str(d["id"])
+            for d in index
+            if d.get("kind") in kinds and d.get("checkpoint_id") == checkpoint_id
+        }
+        ids.update(
+            str(d["id"]) for d in index if d.get("kind") == KIND_CHUNK and d.get("blob_id") in ids
+        )
+        yield from _delete_in_groups(pk, sorted(ids))
 
     def _put_plan(
         self,
@@ -257,31 +324,34 @@ class WriteOps(MaintenanceOps):
                     inline[channel] = [type_, b64(data)]
 
         # Unchanged channels point where the parent found them, unless that holder is unknown
-        # or (with ttl) older than the ttl: then the value is written again here, so that
-        # everything the head references outlives it (see _state.HOLDER_TTL_FACTOR).
+        # or would expire before the head this put writes (with ttl: sooner than the head's
+        # ttl; without: at all, as a holder another instance wrote with ttl= would): then the
+        # value is written again here, so that everything the head references outlives it,
+        # whatever ttl each instance sharing the container runs with (see _state).
         origins: dict[str, str] = {}
         written: dict[str, float] = {}
+        expires: dict[str, float] = {}
         empty: list[str] = []
         rewrite: list[str] = []
         refs: list[str] = []
-        parent_written: Mapping[str, float] = (parent_doc or {}).get("written") or {}
         for channel in versions:
             if channel in inline or channel in new_versions:
                 continue
             found = origin_in(parent_doc, channel, versions[channel])
             if found == EMPTY:
                 empty.append(channel)
-            elif found is None or (
-                self.ttl is not None
-                and now - float(parent_written.get(found, 0.0)) > self.ttl - TTL_MARGIN_SECONDS
-            ):
+                continue
+            expiry = None if found is None else self._holder_expiry(parent_doc, found)
+            if found is None or not self._outlives_head(expiry, now):
                 rewrite.append(channel)
-            else:
-                origins[channel] = found
-                if found not in refs:
-                    refs.append(found)
+                continue
+            origins[channel] = found
+            if found not in refs:
+                refs.append(found)
+            if expiry is not None:
+                expires[found] = expiry
                 if self.ttl is not None:
-                    written[found] = float(parent_written[found])
+                    written[found] = expiry - HOLDER_TTL_FACTOR * self.ttl
 
         # New (and rewritten) values of small channels live in the checkpoint document; big
         # ones in blob documents, chunked past CHUNK_BYTES. Each version is stored once.
@@ -324,6 +394,7 @@ class WriteOps(MaintenanceOps):
         if self.ttl is not None:
             for holder in {*origins.values()}:
                 written.setdefault(holder, now)
+                expires.setdefault(holder, now + HOLDER_TTL_FACTOR * self.ttl)
 
         body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         ser_type, ser = self.serde.dumps_typed(body)
@@ -350,9 +421,39 @@ class WriteOps(MaintenanceOps):
                 "own": [d["id"] for d in blob_docs],
             }
         )
+        cp_doc["expires"] = expires
         if self.ttl is not None:
-            cp_doc["written"] = written
+            cp_doc["written"] = written  # what versions before `expires` read
         return _Plan(chunk_docs, blob_docs, cp_doc, self._head_doc(cp_doc, now), refs)
+
+    def _holder_expiry(self, parent_doc: Mapping[str, Any] | None, holder: str) -> float | None:
+        """When (epoch seconds) ``holder`` expires, as the parent recorded it; None: never.
+
+        ``expires`` lists every holder that has a ttl (absent: written without one). Documents
+        from before it record only ``written`` (with ``ttl=``: when each holder was written,
+        under an unknown ttl): with ``ttl=``, this saver's is assumed, as those versions did;
+        without, the holder counts as expiring now (written again once)."""
+        doc = parent_doc or {}
+        if "expires" in doc:
+            recorded = (doc.get("expires") or {}).get(holder)
+            return None if recorded is None else float(recorded)
+        written = doc.get("written")
+        if written is None:
+            return None  # a checkpoint written without ttl= by an older version
+        when = written.get(holder)
+        if when is None or self.ttl is None:
+            return 0.0
+        return float(when) + HOLDER_TTL_FACTOR * self.ttl
+
+    def _outlives_head(self, expiry: float | None, now: float) -> bool:
+        """Whether a holder expiring at ``expiry`` outlives the head a put at ``now`` writes
+        (without ttl= the head never expires; with it, it lives ``ttl + HEAD_TTL_SLACK``
+        seconds, and a holder expiring sooner than that plus the margin is written again)."""
+        if self.ttl is None:
+            return expiry is None
+        if expiry is None:
+            return False  # no ttl: written again with one, so the thread expires as a whole
+        return expiry - now >= self.ttl + HEAD_TTL_SLACK + TTL_MARGIN_SECONDS
 
     def _put_batch_ops(
         self, key: HeadKey, state: HeadState, plan: _Plan, moves_head: bool, check: bool
@@ -427,6 +528,21 @@ class WriteOps(MaintenanceOps):
         pk = partition_key(thread_id)
         if not writes:
             return
+        if (pk, thread_id, ns, checkpoint_id) in self._unfound:
+            # A run from an empty state that names a removed checkpoint (a Command(resume=...)
+            # stores its resume value first): refused here, before its nodes run.
+            where: HeadKey = (pk, thread_id, ns)
+            head = yield from self._head_state_ops(where)
+            own = yield from self._parent_ops(where, head, checkpoint_id)
+            if own is None and head.checkpoint_id > checkpoint_id:
+                raise _removed_parent(thread_id, ns, checkpoint_id, head.checkpoint_id)
+        if (pk, thread_id, ns, checkpoint_id) in self._deleted_runs:
+            raise CosmosThreadDeletedError(
+                f"thread {thread_id!r} was deleted (delete_thread) while a run was using it: "
+                f"pending writes for checkpoint {checkpoint_id!r} (namespace {ns!r}), whose "
+                "checkpoint was refused, are refused too. Start the thread again with new "
+                "input (a run without checkpoint_id)."
+            )
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         # Large values get ids of their own per call, so a call whose entries are dropped
         # (the first write of a task and index wins) cannot replace a kept value; a special
@@ -616,7 +732,7 @@ class WriteOps(MaintenanceOps):
         pk, thread_id, ns = key
         results = yield from _batch_or_too_large(pk, [Read(head_id(ns), pk), *ops])
         if results is Outcome.PRECONDITION_FAILED:
-            yield from self._refuse_if_deleted_ops(pk, thread_id, ns, checkpoint_id)
+            yield from self._refuse_if_deleted_ops(pk, thread_id, ns, checkpoint_id, writes=True)
             results = yield from _batch_or_too_large(pk, ops)
         if results is Outcome.TOO_LARGE:
             # Refused as too large: the mark first, then the writes, one by one.
@@ -626,6 +742,24 @@ class WriteOps(MaintenanceOps):
                     return Outcome.CONFLICT
             return None
         return results if isinstance(results, Outcome) else None
+
+
+def _removed_parent(
+    thread_id: str, ns: str, parent_id: str, latest_id: str
+) -> CosmosCheckpointRemovedError:
+    return CosmosCheckpointRemovedError(
+        f"checkpoint {parent_id!r} of thread {thread_id!r} (namespace {ns!r}), which this run "
+        "builds on, is not stored: keep_checkpoints, prune or delete_for_runs removed it (or it "
+        f"was never stored), and the thread has moved on to checkpoint {latest_id!r}. LangGraph "
+        "found nothing under that id and started from an empty state, which would have "
+        "replaced the thread's history; nothing was stored. Continue from the latest "
+        "checkpoint: drop checkpoint_id from the config ({'configurable': {'thread_id': "
+        f"{thread_id!r}}}}}) and read it again with get_state",
+        thread_id=thread_id,
+        checkpoint_ns=ns,
+        checkpoint_id=parent_id,
+        latest_id=latest_id,
+    )
 
 
 def _batch_or_too_large(pk: str, ops: list[BatchOp]) -> Ops[list[str | None] | Outcome]:

@@ -15,6 +15,7 @@ account key.
      ├── CosmosItemTooLargeError       413: an item exceeded the service's size limit
      ├── CosmosOperationError          any other error status from the service
      ├── CosmosThreadDeletedError      the thread was deleted while a run was using it
+     ├── CosmosCheckpointRemovedError  a put builds on a checkpoint retention removed (ValueError)
      ├── CosmosDataError               what is stored cannot be read back as a whole checkpoint
      │    ├── CosmosMissingDocumentError   a document a checkpoint references is gone
      │    └── CosmosSchemaError            documents written by a newer version of the saver
@@ -26,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "CosmosCheckpointRemovedError",
     "CosmosConfigurationError",
     "CosmosContainerNotFoundError",
     "CosmosDataError",
@@ -80,6 +82,36 @@ class CosmosOperationError(CosmosSaverError):
 class CosmosThreadDeletedError(CosmosSaverError):
     """A run stored a checkpoint on a thread that ``delete_thread`` removed while the run was
     using it; nothing of that checkpoint was stored. Start the thread again with new input."""
+
+
+class CosmosCheckpointRemovedError(CosmosSaverError, ValueError):
+    """A put names a parent checkpoint the namespace no longer holds (``keep_checkpoints``,
+    ``prune`` or ``delete_for_runs`` removed it) while the thread has a newer checkpoint:
+    LangGraph found nothing under that id and started the run from an empty state, which
+    would have become the thread's latest. Nothing was stored; continue from the latest
+    checkpoint (a config without ``checkpoint_id``).
+
+    Attributes:
+        thread_id: The thread.
+        checkpoint_ns: The namespace.
+        checkpoint_id: The parent checkpoint id the put named.
+        latest_id: The namespace's newest checkpoint id.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        latest_id: str,
+    ) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.checkpoint_ns = checkpoint_ns
+        self.checkpoint_id = checkpoint_id
+        self.latest_id = latest_id
 
 
 class CosmosDataError(CosmosSaverError):

@@ -31,7 +31,9 @@ logical partition, so no hot-path request crosses partitions::
                                                      each writes document, so a reader that
                                                      finds no mark skips the writes query
     t.<digest("deleted")>             TombstoneDoc   left by delete_thread: the newest checkpoint
-                                                     id the thread had (no thread id in it)
+                                                     id the thread had, and the greatest id a
+                                                     checkpoint made before the delete can have
+                                                     (no thread id in it)
 
 A checkpoint removed by ``prune``, ``delete_for_runs`` or ``keep_checkpoints`` while a
 surviving one still reads a value from it keeps its document with ``kind = "values"`` (no
@@ -166,8 +168,13 @@ class CheckpointDoc(_Stamped):
     own: list[str]
     """Blob documents this checkpoint wrote."""
     written: dict[str, float]
-    """With ``ttl=`` only: holder id -> when (epoch seconds) it was written; a holder older than
-    half the ttl has its value written again by the next put (see ``_base`` and ``_writes``)."""
+    """With ``ttl=`` only: holder id -> when (epoch seconds) it was written (kept for versions
+    before ``expires``, which read it)."""
+    expires: dict[str, float]
+    """Holder id -> when (epoch seconds) it expires, for every referenced holder that has a
+    ttl (absent: none). A put writes again each value whose holder would expire before the
+    head it writes (see ``_state.HOLDER_TTL_FACTOR``). Absent from documents written before
+    it: ``written`` is read instead."""
 
 
 class HeadDoc(CheckpointDoc, total=False):
@@ -252,14 +259,17 @@ class WritesMarkDoc(_Stamped):
 
 class TombstoneDoc(TypedDict, total=False):
     """``t.``: what ``delete_thread`` leaves. A put whose parent checkpoint is gone, in a
-    namespace without a head, with a parent id up to ``before``, belongs to a run the thread
-    was deleted under, and is refused (:class:`~agentstate_cosmosdb.errors.
-    CosmosThreadDeletedError`)."""
+    namespace without a head, with a parent id up to ``before`` or ``deleted_at``, belongs to
+    a run the thread was deleted under, and is refused (:class:`~agentstate_cosmosdb.errors.
+    CosmosThreadDeletedError`); so are pending writes for such a checkpoint id."""
 
     id: str
     pk: str
     kind: str
     before: str
+    deleted_at: str
+    """The greatest checkpoint id (a uuid6, ordered by time) made before the delete, on the
+    deleting host's clock (absent from tombstones of earlier versions)."""
     ttl: int
 
 

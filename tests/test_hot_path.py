@@ -1,0 +1,260 @@
+"""The hot path's fast paths against the slow paths they stand for, in every format.
+
+Each fast path states its invariant where it lives (``MessageReducer.reduce``,
+``ReduceContext._take`` and ``_oldest_first``, ``TokenCounter``, ``PlanCache``); the
+properties below check them: one reducer fed a conversation turn by turn (its remembered
+plan, the no-prune return, the window-only compaction, the pruned list taken in order)
+against a brand-new reducer given each turn's whole list, and against the generator path
+every reduce took before the no-prune return, with the hooks' calls compared too.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer._calls import drive
+from agentstate_reducer.messages import read_view
+from agentstate_reducer.planner import PlanLimits, PlanState
+from agentstate_reducer.tokens import TokenCounter
+from agentstate_reducer.tokens.estimate import estimate_tokens
+
+from .strategies import (
+    FORMAT_NAMES,
+    WIRE_FORMATS,
+    any_message,
+    conversations,
+    dialogues,
+    logical_tokens,
+    render_dialogue,
+    rendered,
+    shapes,
+)
+
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _chunks(messages: list[Any], sizes: list[int]) -> list[list[Any]]:
+    out, at = [], 0
+    for size in sizes:
+        out.append(messages[at : at + size])
+        at += size
+    out.append(messages[at:])
+    return out
+
+
+@st.composite
+def _configs(draw: st.DrawFn, fmt: str) -> dict[str, Any]:
+    """Count or token windows, with or without a running summary, over ``fmt``."""
+    options: dict[str, Any] = {
+        "format": FORMAT_NAMES[fmt],
+        "preserve_first": draw(st.sampled_from([False, True, "system"])),
+        "start_on_human": draw(st.booleans()),
+    }
+    if draw(st.booleans()):
+        high = draw(st.integers(2, 14))
+        options.update(max_messages=high, min_messages=draw(st.integers(0, high)))
+    else:
+        high = draw(st.integers(20, 400))
+        options.update(
+            max_tokens=high,
+            target_tokens=max(1, high * draw(st.integers(30, 100)) // 100),
+            token_counter=logical_tokens,
+        )
+    if draw(st.booleans()):
+        options.update(summarize_fn=lambda messages: f"{len(messages)} messages")
+        if "max_tokens" in options:
+            options["summary_max_tokens"] = 10
+    return options
+
+
+def _fields(result: Any) -> tuple[Any, ...]:
+    """What a reduce returned, by message identity where it holds messages."""
+    return (
+        [id(m) for m in result.surviving if not _is_block(m)],
+        [id(m) for m in result.pruned],
+        result.summary,
+        len(result.summary_messages),
+        [id(m) for m in result.folded_summaries if not _is_block(m)],
+        [id(m) for m in result.rewritten],
+        result.tokens_before,
+        result.tokens_after,
+        [(s.step, len(s.touched), s.messages_before, s.messages_after) for s in result.steps],
+        result.hook_error is None,
+        result.summary_error is None,
+    )
+
+
+def _is_block(message: Any) -> bool:
+    return read_view(message).summary
+
+
+@PROPERTY
+@given(dialogues(), st.sampled_from(WIRE_FORMATS), st.data())
+def test_turn_by_turn_equals_fresh_reduces_in_every_format(
+    elements: list[Any], fmt: str, data: st.DataObject
+) -> None:
+    """One reducer given a conversation a few messages at a time (its remembered plan,
+    the no-prune return and the window-only prune at work) returns at every turn what a
+    brand-new reducer returns for the same list, field by field, and its hook receives
+    the same batches; the pruned messages are in input order (the order the sort in
+    ``_oldest_first`` gives)."""
+    messages, _ = render_dialogue(elements, fmt)
+    options = data.draw(_configs(fmt))
+    sizes = data.draw(st.lists(st.integers(1, 4), max_size=20))
+    ours: list[list[int]] = []
+    theirs: list[list[int]] = []
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            on_prune=lambda batch, ns: ours.append([id(m) for m in batch]), **options
+        )
+    )
+    history: list[Any] = []
+    for new in _chunks(messages, sizes):
+        fresh = MessageReducer(
+            config=ReducerConfig(
+                on_prune=lambda batch, ns: theirs.append([id(m) for m in batch]), **options
+            )
+        )
+        # The fresh reducer shares the running summary, as one reducer's turns do.
+        fresh.summaries.share(reducer.summaries)
+        expected = fresh.reduce(existing=history, new=new)
+        kept = reducer.reduce(existing=history, new=new)
+        assert _fields(kept) == _fields(expected)
+        given = history + new
+        where = {id(m): i for i, m in enumerate(given)}
+        assert [id(m) for m in kept.pruned] == [
+            id(m) for m in sorted(kept.pruned, key=lambda m: where.get(id(m), len(given)))
+        ]
+        history = kept.surviving
+    assert ours == theirs
+
+
+@PROPERTY
+@given(conversations(max_turns=10), shapes, st.data())
+def test_the_no_prune_return_is_the_generator_path(
+    records: list[Any], shape: str, data: st.DataObject
+) -> None:
+    """``reduce`` returns a list within its limit (nothing pending) without running the
+    reduce's generator; the generator path returns the same result for it (and for a list
+    over the limit, both prune the same)."""
+    messages = rendered(records, shape)
+    if data.draw(st.booleans()):
+        high = data.draw(st.integers(1, 30))
+        config = ReducerConfig(max_messages=high, min_messages=data.draw(st.integers(0, high)))
+    else:
+        config = ReducerConfig(max_tokens=data.draw(st.integers(1, 400)))
+    cut = data.draw(st.integers(0, len(messages)))
+    fast = MessageReducer(config=config).reduce(messages[:cut], messages[cut:])
+    slow_reducer = MessageReducer(config=config)
+    slow = drive(
+        slow_reducer._reduce(
+            list(messages), lambda i: f"messages[{i}]", None, slow_reducer.steps, None
+        )
+    )
+    assert _fields(fast) == _fields(slow)
+
+
+@PROPERTY
+@given(dialogues(), st.sampled_from(WIRE_FORMATS), st.sampled_from([False, True, "system"]))
+def test_a_window_keeps_and_prunes_every_position_once(
+    elements: list[Any], fmt: str, preserve_first: bool | str
+) -> None:
+    """For every window end, the positions it keeps and those it prunes partition
+    ``[start, end)``: the window-only compaction of ``ReduceContext._take`` (what the window
+    keeps, then everything from ``end`` on) is the list without the pruned positions."""
+    messages, _ = render_dialogue(elements, fmt)
+    limits = PlanLimits(
+        preserve_first=preserve_first, cascade=True, min_messages=0, max_messages=0,
+        format=FORMAT_NAMES[fmt],
+    )  # fmt: skip
+    state = PlanState(limits)
+    state.extend([read_view(m) for m in messages])
+    for end in range(state.start, len(messages) + 1):
+        kept, gone = state.kept_in_window(end), state.pruned_positions(end)
+        assert sorted(kept + gone) == list(range(state.start, end))
+        fast = messages[: state.start] + [messages[p] for p in kept] + messages[end:]
+        slow = [m for p, m in enumerate(messages) if p not in set(gone)]
+        assert [id(m) for m in fast] == [id(m) for m in slow]
+
+
+@PROPERTY
+@given(st.lists(any_message(), max_size=8), dialogues(), st.sampled_from(WIRE_FORMATS))
+def test_the_estimate_cached_by_parts_is_the_estimate(
+    odd: list[Any], elements: list[Any], fmt: str
+) -> None:
+    """The default counter's cache, keyed by what the estimate reads, gives exactly
+    ``estimate_tokens`` for every message of every format, counted twice, and for a copy
+    edited in place after it was counted (same id, other text)."""
+    messages, _ = render_dialogue(elements, fmt)
+    counter = TokenCounter()
+    for message in [*odd, *messages, *messages]:
+        try:
+            expected = estimate_tokens(message)
+        except TypeError:
+            continue
+        assert counter(message) == expected
+    for message in messages:
+        edited = copy.deepcopy(message)
+        if isinstance(edited, dict) and isinstance(edited.get("content"), str):
+            edited["content"] += " and a longer text than before"
+        elif isinstance(getattr(edited, "content", None), str):
+            try:
+                edited.content += " and a longer text than before"
+            except (AttributeError, TypeError, ValueError):
+                continue
+        assert counter(edited) == estimate_tokens(edited)
+
+
+def _reads_calls(message: Any) -> int:
+    """A counter that sees every call's name and arguments (and the text)."""
+    from agentstate_reducer.messages import call_parts_of, content_of
+
+    text = content_of(message)
+    return len(str(call_parts_of(message))) + (len(text) if isinstance(text, str) else 0)
+
+
+def _edit_calls(value: Any) -> bool:
+    """Lengthen every string argument of the calls in ``value`` in place; whether any was."""
+    changed = False
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("args", "arguments", "input") and isinstance(item, str):
+                value[key] = item[:-1] + ', "more": 1}' if item.endswith("}") else item + "x"
+                changed = True
+            elif key in ("args", "input") and isinstance(item, dict):
+                item["more"] = "an argument added later"
+                changed = True
+            else:
+                changed = _edit_calls(item) or changed
+    elif isinstance(value, list):
+        for item in value:
+            changed = _edit_calls(item) or changed
+    return changed
+
+
+@PROPERTY
+@given(dialogues(), st.sampled_from(WIRE_FORMATS))
+def test_a_counter_sees_edited_call_arguments_in_every_format(
+    elements: list[Any], fmt: str
+) -> None:
+    """A custom counter's cache is keyed by a message's calls (the ``repr`` of Chat-family
+    call dicts, the parts otherwise): a message counted, then the same message (same id)
+    with its call arguments edited, is counted afresh, in every format."""
+    from agentstate_reducer.messages import with_id
+
+    rendered_messages, _ = render_dialogue(elements, fmt)
+    # With ids, where the format holds one: a message without an id is never cached.
+    messages = [with_id(m, f"m-{index}") for index, m in enumerate(rendered_messages)]
+    counter = TokenCounter(_reads_calls)
+    for message in messages:
+        assert counter(message) == _reads_calls(message)
+        edited = copy.deepcopy(message)
+        target = edited if isinstance(edited, dict) else getattr(edited, "__dict__", None)
+        if target is None or not _edit_calls(target):
+            continue
+        assert counter(edited) == _reads_calls(edited)
