@@ -308,14 +308,19 @@ class ReduceContext:
         end = state.end_for_target(room, fold=inject)
         if end is None:
             return []
-        pruned_at = state.pruned_positions(end)
+        pruned_at = state.pruned_positions(end, block=inject)
         if not pruned_at:
             return []
         # Every summary block is folded, also one outside the window: a list holds one
         # running summary (a subgraph's list merged into its parent's appends its block).
         folded_at = state.summary_positions(len(self._messages)) if inject else []
         return self._take(
-            pruned_at, folded_at, summarize=summarize, window_end=end, room=room if inject else 0
+            pruned_at,
+            folded_at,
+            summarize=summarize,
+            window_end=end,
+            room=room if inject else 0,
+            block=inject,
         )
 
     def _position(self, position: int) -> int:
@@ -335,6 +340,7 @@ class ReduceContext:
         summarize: bool,
         window_end: int | None = None,
         room: int = 0,
+        block: bool = False,
     ) -> list[Any]:
         """Remove the messages at ``pruned_at`` (and fold the summary blocks at
         ``folded_at``); with ``summarize`` they join the reduce's summary request, and with
@@ -345,7 +351,7 @@ class ReduceContext:
         kept_at: list[int] | None = None
         if window_end is not None and not folded_at:
             # Only the window changes: what it keeps, then the rest as it is.
-            kept_at = state.kept_in_window(window_end)
+            kept_at = state.kept_in_window(window_end, block=block)
             kept = [messages[p] for p in kept_at]
             kept += messages[window_end:]
         else:
@@ -379,7 +385,7 @@ class ReduceContext:
         if folded or window_end is None or self._placeholder:
             self._rebuild()
         else:
-            state.prune(window_end, pruned_at, kept_at)
+            state.prune(window_end, pruned_at, kept_at, block=block)
         return pruned
 
     def _hold_room(self, room: int) -> None:

@@ -13,7 +13,10 @@ Rules, in the words of the guide (docs/guides/policy-and-counting.md):
   is never that kept first message (it is folded as any block is);
 * the newest human message (the question being answered) is never pruned, but the older
   tool calls and results of its turn may be, so a long tool loop or a fan-out after one
-  question is bounded too;
+  question is bounded too; where roles alternate, such a window keeps the ai message
+  right before the question when a kept first user message would meet it (see
+  :meth:`PlanState._bridge`), and an ai message opening the newest turn with a thinking
+  block stays with its results while the turn does (``MessageView.thinking``);
 * pruning takes the prunable messages of a *window* ``[start, end)``; everything at or after
   ``end`` stays. ``end`` never passes the newest message, and never falls between an ai
   message and any of its tool (or function) results, so no call loses a result and no
@@ -157,6 +160,7 @@ class PlanState:
         "_limits",
         "_named_calls",
         "_next_seq",
+        "_opener",
         "_prunable",
         "_seq",
         "_start",
@@ -209,6 +213,9 @@ class PlanState:
         self._named_calls: dict[str, list[int]] = {}
         self._last_result: dict[int, int] = {}  # anchor seq -> seq of its last member
         self._human_seqs: list[int] = []  # where each user turn starts, oldest first
+        # The seq of the ai message that opens the newest turn when it holds a thinking
+        # block: it stays, with its results, while the turn does (see _goes).
+        self._opener = _NO_LINK
         # Calibration (see calibrate()): None and 0 until a provider-reported count is used.
         self.raw: list[int] | None = None
         """Each message's count by the reducer's counter, once calibrated (``tokens`` then
@@ -279,7 +286,10 @@ class PlanState:
                 prunable = at >= start
                 if role == HUMAN:
                     self._human_seqs.append(seq)
-                elif prunable and cascade:
+                    self._opener = _NO_LINK
+                elif view.thinking and at and self._seq[at - 1] == self._pinned():
+                    self._opener = seq
+                if role == AI and prunable and cascade:
                     if view.joins and at > start and self._prunable[at - 1]:
                         before = all_views[at - 1]
                         if before.joins and not before.summary:
@@ -408,10 +418,57 @@ class PlanState:
         if not self.alternates:
             return [None]
         if not block:
-            return [self._alternating_ends("strict")]
+            allowed = self._alternating_ends("strict")
+            bridge = self._bridge(block=False)
+            if bridge != _NO_LINK:
+                # Windows past the question keep the answer before it (see _bridge).
+                question = bridge + 1
+                allowed[question + 1 :] = self._alternating_ends("strict", bridge)[question + 1 :]
+            return [allowed]
         return [self._alternating_ends("single"), self._alternating_ends("adaptive")]
 
-    def _alternating_ends(self, mode: str) -> list[bool]:
+    def _bridge(self, *, block: bool) -> int:
+        """The message a window past the newest question keeps so that the roles still
+        alternate, or -1.
+
+        In a format whose roles alternate, a window that passes the newest human message
+        (pruning older tool pairs of its turn) removes every prunable message before it,
+        so a kept first message of the user's side would meet the question: two user
+        messages in a row, and no such window was valid, so the newest turn's tool loop
+        was never bounded. Such a window keeps the ai message right before the question
+        instead (the previous turn's answer): ``[first, answer, question, newest pair]``.
+        Not with a summary block (``block``), which bridges the two itself.
+        """
+        if block or not self.alternates:
+            return _NO_LINK
+        pinned = self._pinned()
+        if pinned == _NO_LINK:
+            return _NO_LINK
+        question = bisect_left(self._seq, pinned)
+        bridge = question - 1
+        anchor = self._pinned_anchor()
+        views = self.views
+        if (
+            bridge < self._start
+            or views[bridge].role != AI
+            or views[bridge].summary
+            or not self._goes(bridge, pinned, anchor)
+        ):
+            return _NO_LINK
+        for position in range(bridge - 1, -1, -1):
+            if position >= self._start and self._goes(position, pinned, anchor):
+                continue
+            side = _SIDES.get(views[position].role)
+            if side is not None:
+                return bridge if side == HUMAN else _NO_LINK
+        return _NO_LINK
+
+    def _kept_bridge(self, end: int, block: bool) -> int:
+        """The bridge a window ending at ``end`` keeps (see :meth:`_bridge`), or -1."""
+        bridge = self._bridge(block=block)
+        return bridge if bridge != _NO_LINK and end > bridge + 1 else _NO_LINK
+
+    def _alternating_ends(self, mode: str, keep: int = _NO_LINK) -> list[bool]:
         """For each end ``e``, whether pruning the window ``[start, e)`` keeps the roles
         alternating wherever it joins two messages, and the list starting with the user.
 
@@ -420,6 +477,7 @@ class PlanState:
         same side, or there is none before it and an assistant message after it) or
         ``adaptive`` (the block fits anywhere: one message or two). Summary blocks are
         folded by a summarising prune, so in those modes they neither stay nor count.
+        ``keep``: a position that stays although the window holds it (the bridge).
         """
         views = self.views
         size = len(views)
@@ -447,7 +505,7 @@ class PlanState:
             allowed[end] = prefix_ok and _seam(last, after[end], removed, at_head and block, mode)
             if end == size:
                 break
-            if self._goes(end, pinned, anchor) or (block and views[end].summary):
+            if (end != keep and self._goes(end, pinned, anchor)) or (block and views[end].summary):
                 removed = True
             elif sides[end] is not None:
                 side = sides[end]
@@ -469,11 +527,24 @@ class PlanState:
         return self._caller_seq[bisect_left(self._seq, pinned)]
 
     def _goes(self, position: int, pinned: int, anchor: int = _NO_LINK) -> bool:
-        if not self._prunable[position] or self._seq[position] == pinned:
+        seq = self._seq[position]
+        if not self._prunable[position] or seq == pinned:
             return False
-        return anchor == _NO_LINK or (
-            self._seq[position] != anchor and self._caller_seq[position] != anchor
-        )
+        opener = self._opener
+        if (
+            opener != _NO_LINK
+            and (seq == opener or self._caller_seq[position] == opener)
+            and self._turn_open()
+        ):
+            return False  # the newest turn's thinking opener and its results
+        return anchor == _NO_LINK or (seq != anchor and self._caller_seq[position] != anchor)
+
+    def _turn_open(self) -> bool:
+        """Whether the newest turn's tool loop goes on: the list does not end with a final
+        model message (one that calls nothing). A finished turn is an earlier one once the
+        next question comes, and its thinking block may go with the rest of its loop."""
+        last = self.views[-1]
+        return not (last.role == AI and not last.call_ids)
 
     def _kept_turns_start(self) -> int:
         """The position of the oldest of the ``keep_groups`` newest turns (or the end)."""
@@ -531,6 +602,16 @@ class PlanState:
             return "in the group of the newest human message, which holds tool results"
         if self._prunable[position] and position >= self._kept_turns_start():
             return "in the newest keep_groups turns"
+        opener = self._opener
+        if (
+            self._prunable[position]
+            and opener in (self._seq[position], self._caller_seq[position])
+            and self._turn_open()
+        ):
+            return (
+                "the first model message of the newest turn, which holds its thinking block "
+                "(or a result of its calls): the turn's later tool calls need it"
+            )
         if self._prunable[position] and self._awaits_results(position):
             return "an ai message whose tool calls still wait for their results"
         if view.role == TOOL:
@@ -579,33 +660,46 @@ class PlanState:
         """The positions where user turns start (human messages), oldest first."""
         return [bisect_left(self._seq, s) for s in self._human_seqs]
 
-    def pruned_positions(self, end: int) -> list[int]:
-        """The positions a window ending at ``end`` prunes, ascending."""
+    def pruned_positions(self, end: int, *, block: bool = False) -> list[int]:
+        """The positions a window ending at ``end`` prunes, ascending (``block``: a
+        summary block will be inserted, as ``end_for_target(fold=True)`` planned)."""
         pinned, anchor = self._pinned(), self._pinned_anchor()
-        return [p for p in range(self._start, end) if self._goes(p, pinned, anchor)]
+        keep = self._kept_bridge(end, block)
+        return [p for p in range(self._start, end) if p != keep and self._goes(p, pinned, anchor)]
 
     def summary_positions(self, end: int) -> list[int]:
         """The summary blocks before ``end`` (after the kept first message), ascending."""
         views = self.views
         return [p for p in range(self._start, end) if views[p].summary]
 
-    def kept_in_window(self, end: int) -> list[int]:
+    def kept_in_window(self, end: int, *, block: bool = False) -> list[int]:
         """The positions before ``end`` that a window ending there keeps (never prunable,
-        and the newest human message)."""
+        the newest human message, and the answer before it that keeps roles alternating)."""
         pinned, anchor = self._pinned(), self._pinned_anchor()
-        return [p for p in range(self._start, end) if not self._goes(p, pinned, anchor)]
+        keep = self._kept_bridge(end, block)
+        return [
+            p for p in range(self._start, end) if p == keep or not self._goes(p, pinned, anchor)
+        ]
 
-    def prune(self, end: int, gone: list[int] | None = None, kept: list[int] | None = None) -> None:
-        """Drop the prunable positions before ``end``, as :meth:`pruned_positions` lists.
+    def prune(
+        self,
+        end: int,
+        gone: list[int] | None = None,
+        kept: list[int] | None = None,
+        *,
+        block: bool = False,
+    ) -> None:
+        """Drop the prunable positions before ``end``, as :meth:`pruned_positions` lists
+        (``block``: as a window planned for a summary block).
 
         ``gone`` and ``kept``, when given, are :meth:`pruned_positions` and
-        :meth:`kept_in_window` of ``end`` as the caller already computed them (for this
-        state, unchanged since)."""
+        :meth:`kept_in_window` of ``end`` (and ``block``) as the caller already computed
+        them (for this state, unchanged since)."""
         start = self._start
         pinned = self._pinned()
         if gone is None or kept is None:
-            gone = self.pruned_positions(end)
-            kept = self.kept_in_window(end)
+            gone = self.pruned_positions(end, block=block)
+            kept = self.kept_in_window(end, block=block)
         for p in gone:
             self._forget(p)
         if end > start:
@@ -780,8 +874,11 @@ class PlanState:
         anchor = self._pinned_anchor()
         views = self.views
         reach = _NO_LINK  # the furthest member seq of any group anchored inside the window
+        bridge = self._bridge(block=fold)
         for end in range(self._start + 1, latest + 1):
             before = end - 1
+            if bridge != _NO_LINK and before == bridge + 1:
+                surviving += tokens[bridge]  # the window passes the question: it stays
             if self._goes(before, pinned, anchor):
                 surviving -= tokens[before]
                 result = last_result.get(seq[before], _NO_LINK)

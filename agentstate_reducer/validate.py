@@ -16,8 +16,20 @@ own (see :mod:`agentstate_reducer.messages`):
 * Anthropic, Bedrock and Gemini: roles alternate between the user and the model, a Gemini
   list holds only ``user`` and ``model`` contents, and an Anthropic or Bedrock list only
   user and assistant messages (their system prompt goes in its own parameter);
-* several providers also want the conversation (after system messages) to open with a
-  user message (every format whose roles alternate requires it).
+* each format's own shape: a role it does not have (Gemini ``assistant``, Bedrock
+  ``model``), a block in a message of the wrong role (a tool result in an assistant
+  message, a tool call in a user message), a malformed block (a call or result without
+  its id, a Bedrock block with two keys, arguments that are not a JSON string, a
+  ``tool_calls`` that is not a list of calls): read as the module docstrings say, and
+  reported here;
+* several providers also want the conversation (after system and developer messages) to
+  open with a user message (every format whose roles alternate requires it);
+* extended thinking (Anthropic, Bedrock, and the frameworks that send their blocks): the
+  model message that opens the newest turn's tool loop must still hold its thinking block.
+  A list cannot show a block that is gone, so this is reported when the list uses thinking
+  elsewhere (another model message holds a block) and the newest turn's first model
+  message makes tool calls without one while the turn goes on (the list does not end with
+  its answer).
 """
 
 from __future__ import annotations
@@ -37,6 +49,7 @@ from .messages import (
     MessageFormat,
     MessageView,
 )
+from .messages.base import FLAW_BLOCK, FLAW_PLACEMENT
 
 OVER_BUDGET = "over_budget"
 ORPHAN_RESULT = "orphan_result"
@@ -45,8 +58,14 @@ BAD_FIRST_MESSAGE = "bad_first_message"
 ROLES_NOT_ALTERNATING = "roles_not_alternating"
 UNEXPECTED_ROLE = "unexpected_role"
 ORPHAN_REASONING = "orphan_reasoning"
+TURN_WITHOUT_THINKING = "turn_without_thinking"
+MISPLACED_BLOCK = FLAW_PLACEMENT
+INVALID_BLOCK = FLAW_BLOCK
+
 
 _RESULT_ROLES = (TOOL, FUNCTION)
+#: Roles a conversation may open with before its first user message.
+_INSTRUCTIONS = (SYSTEM, "developer")
 
 
 @dataclass(frozen=True)
@@ -55,7 +74,12 @@ class Problem:
 
     Attributes:
         kind: ``over_budget``, ``orphan_result``, ``dangling_call``, ``bad_first_message``,
-            ``roles_not_alternating``, ``unexpected_role`` or ``orphan_reasoning``.
+            ``roles_not_alternating``, ``unexpected_role`` (also a role the format does
+            not have, such as a Gemini ``assistant``), ``orphan_reasoning``,
+            ``turn_without_thinking``, ``misplaced_block`` (a block in a message of the
+            wrong role: a tool result in an assistant message, a tool call in a user one)
+            or ``invalid_block`` (a call or result block without its id, a Bedrock block
+            with two keys, a tool call list or arguments of the wrong type).
         index: The position of the message at fault (None for ``over_budget``).
         detail: A sentence saying what is wrong.
     """
@@ -91,7 +115,7 @@ def find_problems(
         problems.append(
             Problem(OVER_BUDGET, None, f"{len(views)} messages, over max_messages={max_messages}")
         )
-    first = next((i for i, view in enumerate(views) if view.role != SYSTEM), None)
+    first = next((i for i, view in enumerate(views) if view.role not in _INSTRUCTIONS), None)
     if first is not None and views[first].role != HUMAN:
         problems.append(
             Problem(
@@ -111,6 +135,12 @@ def find_problems(
         problems += _adjacent_pairs(views)
     if format is not None and format.alternates:
         problems += _alternation(views, format)
+    problems += _thinking(views)
+    problems += [
+        Problem(kind, position, detail)
+        for position, view in enumerate(views)
+        for kind, detail in view.flaws
+    ]
     return sorted(problems, key=lambda p: -1 if p.index is None else p.index)
 
 
@@ -221,6 +251,29 @@ def _alternation(views: Sequence[MessageView], format: MessageFormat) -> list[Pr
             )
         last = side
     return problems
+
+
+def _thinking(views: Sequence[MessageView]) -> list[Problem]:
+    """The newest turn's tool loop opened without the thinking block the list uses."""
+    if not any(view.thinking for view in views):
+        return []
+    question = next((i for i in range(len(views) - 1, -1, -1) if views[i].role == HUMAN), None)
+    if question is None:
+        return []
+    opener = next((i for i in range(question + 1, len(views)) if views[i].role == AI), None)
+    if opener is None or views[opener].thinking or not views[opener].call_ids:
+        return []
+    if views[-1].role == AI and not views[-1].call_ids:
+        return []  # the turn is answered: an earlier turn once the next question comes
+    return [
+        Problem(
+            TURN_WITHOUT_THINKING,
+            opener,
+            "the newest turn's first model message makes tool calls without a thinking "
+            "block while the list uses thinking; with extended thinking, Anthropic refuses "
+            "a final assistant turn that does not start with one",
+        )
+    ]
 
 
 def _call_name(call_id: str) -> str:

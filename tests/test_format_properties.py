@@ -24,6 +24,7 @@ summary, no kept first message), where every format must agree with Chat.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -51,6 +52,7 @@ from .strategies import (
     ALTERNATING,
     FORMAT_NAMES,
     WIRE_FORMATS,
+    Call,
     Element,
     dialogues,
     element_pairs,
@@ -81,7 +83,24 @@ def _survivors(elements: list[Element], fmt: str, options: dict[str, Any]) -> se
     return {o for o, fate in fates.items() if True in fate and elements[o].kind != "system"}
 
 
+def _without_opening_thinking(elements: list[Element]) -> list[Element]:
+    """``elements`` without reasoning in the model turn right after the newest question:
+    formats that carry thinking blocks keep that turn while its tool loop goes on (see
+    ``test_the_newest_turns_thinking_block_stays_while_its_tool_loop_does``), which formats
+    without them (Chat) need not, so the windows compared here leave it out."""
+    question = max((i for i, e in enumerate(elements) if e.kind == "question"), default=None)
+    if question is None or question + 1 >= len(elements):
+        return elements
+    opener = elements[question + 1]
+    if opener.kind != "reply" or not opener.reasoning:
+        return elements
+    out = list(elements)
+    out[question + 1] = dataclasses.replace(opener, reasoning="")
+    return out
+
+
 def _assert_invariant(elements: list[Element], options: dict[str, Any], across: bool) -> None:
+    elements = _without_opening_thinking(elements)
     kept = {fmt: _survivors(elements, fmt, options) for fmt in WIRE_FORMATS}
     for formats in _CLASSES:
         for fmt in formats:
@@ -328,3 +347,57 @@ def test_fingerprints_tell_the_messages_of_a_dialogue_apart(
         if digest in seen:
             assert seen[digest] == message or repr(seen[digest]) == repr(message), fmt
         seen[digest] = message
+
+
+@st.composite
+def _long_newest_loops(draw: st.DrawFn) -> list[Element]:
+    """Earlier turns, then a newest question followed by a long tool loop (one call per
+    step, a long output each), maybe finished by an answer."""
+    earlier = draw(dialogues(max_turns=3))
+    while earlier and (earlier[-1].kind != "reply" or earlier[-1].calls):
+        earlier.pop()  # the earlier turns end answered
+    # No thinking (kept with its turn: test_formats covers it), so that a loop without
+    # it is no problem.
+    earlier = [dataclasses.replace(e, reasoning="") for e in earlier]
+    serial = len(earlier)
+    out = [*earlier, Element("question", text=draw(_words))]
+    for step in range(draw(st.integers(3, 7))):
+        call = Call(f"loop{serial}-{step}", "lookup", {"page": step})
+        out.append(Element("reply", calls=(call,)))
+        out.append(Element("results", results=((call.id, call.name, "rows " * 300),)))
+    if draw(st.booleans()):
+        out.append(Element("reply", text="done"))
+    return out
+
+
+_words = st.text(alphabet=st.sampled_from("abcdefgh ijk"), min_size=1, max_size=20)
+
+
+@MANY
+@given(
+    _long_newest_loops(),
+    st.sampled_from(WIRE_FORMATS),
+    st.sampled_from([True, False, "system"]),
+    st.sampled_from([{"max_tokens": 600}, {"max_messages": 5, "min_messages": 1}]),
+)
+def test_the_newest_turns_tool_loop_is_bounded_in_every_format(
+    elements: list[Element], fmt: str, preserve_first: bool | str, window: dict[str, Any]
+) -> None:
+    """However the first message is kept and whatever came before, a long tool loop after
+    the newest question shrinks to its newest step (its call and result, and the answer
+    when there is one): older steps go in whole pairs in every format, also in those whose
+    roles alternate, where the previous turn's answer stays between a kept first user
+    message and the question so that the roles still alternate."""
+    messages, owners = render_dialogue(elements, fmt)
+    reducer = MessageReducer(config=ReducerConfig(preserve_first=preserve_first, **window))
+    result = reducer.reduce(existing=messages)
+    alive = {id(m) for m in result.surviving}
+    kept = {owners[i] for i, m in enumerate(messages) if id(m) in alive}
+    question = max(i for i, e in enumerate(elements) if e.kind == "question")
+    in_loop = sorted(k for k in kept if k > question)
+    assert len(in_loop) <= 3, (fmt, preserve_first, window, in_loop, len(elements))
+    assert in_loop and in_loop[-1] == len(elements) - 1, (fmt, in_loop)
+    before = sorted(k for k in kept if k < question and elements[k].kind != "system")
+    assert len(before) <= 2, (fmt, preserve_first, before)
+    problems = reducer.validate(result.surviving).problems
+    assert all(p.kind in ("over_budget", DANGLING_CALL) for p in problems), (fmt, problems)

@@ -33,6 +33,7 @@ from agentstate_reducer.validate import (
     ORPHAN_REASONING,
     ORPHAN_RESULT,
     ROLES_NOT_ALTERNATING,
+    TURN_WITHOUT_THINKING,
     UNEXPECTED_ROLE,
 )
 
@@ -792,3 +793,419 @@ def test_sdk_objects_read_as_their_format() -> None:
         usage=Usage(input_tokens=1, output_tokens=1),
     )
     assert read_view(message).call_ids == ("t2",) and detect([message]).name == "anthropic"
+
+
+# -- extended thinking in the newest turn's tool loop ------------------------------------
+
+
+def _thinking_loop(steps: int = 5) -> list[Element]:
+    """An answered turn, then a question whose tool loop opens with a thinking block."""
+    out = [
+        Element("question", text="old question"),
+        Element("reply", text="old answer"),
+        Element("question", text="Check the weather in five cities."),
+    ]
+    for step in range(steps):
+        call = Call(f"think{step}", "weather", {"city": step})
+        reasoning = "I will call weather for each city." if step == 0 else ""
+        out.append(Element("reply", reasoning=reasoning, calls=(call,)))
+        out.append(Element("results", results=((call.id, call.name, "sunny " * 50),)))
+    return out
+
+
+_THINKING_FORMATS = ("anthropic", "bedrock", "pydantic_ai", "langchain_blocks")
+
+
+@pytest.mark.parametrize("fmt", _THINKING_FORMATS)
+@pytest.mark.parametrize(
+    "window",
+    [
+        {"max_messages": 6, "min_messages": 3},
+        {"max_messages": 4, "min_messages": 1},
+        {"max_tokens": 120},
+    ],
+)
+@pytest.mark.parametrize("preserve_first", [True, False])
+def test_the_newest_turns_thinking_block_stays_while_its_tool_loop_does(
+    fmt: str, window: dict[str, Any], preserve_first: bool
+) -> None:
+    """Pruning the older steps of the newest turn's tool loop keeps the step that holds the
+    turn's thinking block (and its results): the turn's first model message still opens
+    with it, as Anthropic requires of a final assistant turn."""
+    elements = _thinking_loop()
+    messages, owners = render_dialogue(elements, fmt)
+    opener = next(i for i, o in enumerate(owners) if o == 3)
+    assert read_view(messages[opener]).thinking, fmt
+    reducer = MessageReducer(config=ReducerConfig(preserve_first=preserve_first, **window))
+    result = reducer.reduce(existing=messages)
+    alive = {id(m) for m in result.surviving}
+    kept = {owners[i] for i, m in enumerate(messages) if id(m) in alive}
+    assert result.pruned, (fmt, window)  # the loop was pruned
+    assert {3, 4} <= kept, (fmt, window, sorted(kept))  # the opener and its results
+    assert len(elements) - 1 in kept
+    kinds = {p.kind for p in reducer.validate(result.surviving).problems}
+    assert TURN_WITHOUT_THINKING not in kinds
+
+
+@pytest.mark.parametrize("fmt", _THINKING_FORMATS)
+def test_validate_reports_a_tool_loop_that_lost_its_thinking_block(fmt: str) -> None:
+    """A list that uses thinking and whose newest turn opens with a tool call without a
+    thinking block is reported at that message; with the block there, nothing is."""
+    elements = [
+        Element("question", text="old question"),
+        Element("reply", reasoning="thinking about the old question", text="old answer"),
+        *_thinking_loop()[2:],
+    ]
+    messages, owners = render_dialogue(elements, fmt)
+    reducer = MessageReducer(config=ReducerConfig(format=FORMAT_NAMES[fmt]))
+    assert TURN_WITHOUT_THINKING not in {p.kind for p in reducer.validate(messages).problems}
+    broken = [m for m, o in zip(messages, owners, strict=True) if o not in (3, 4)]
+    found = [p for p in reducer.validate(broken).problems if p.kind == TURN_WITHOUT_THINKING]
+    first_step = next(i for i, m in enumerate(broken) if owners[messages.index(m)] == 5)
+    assert [p.index for p in found] == [first_step], (fmt, found)
+    assert "thinking block" in found[0].detail
+
+
+# -- media a tool returns ------------------------------------------------------------------
+
+
+def _screenshot_results() -> dict[str, Any]:
+    """A tool result holding one 100 KB screenshot, in each shape that can carry one."""
+    import base64
+
+    from google.genai import types as gt
+    from langchain_core.messages import HumanMessage, ToolMessage
+    from pydantic_ai.messages import (
+        BinaryContent,
+        ImageUrl,
+        ModelMessagesTypeAdapter,
+        ModelRequest,
+        ToolReturnPart,
+    )
+
+    raw = bytes(range(256)) * 400
+    data = base64.b64encode(raw).decode()
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+    binary = ModelRequest(
+        parts=[ToolReturnPart("shot", BinaryContent(data=raw, media_type="image/png"), "t1")]
+    )
+    return {
+        "anthropic tool_result": {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [image]}],
+        },
+        "langchain HumanMessage tool_result": HumanMessage(
+            content=[{"type": "tool_result", "tool_use_id": "t1", "content": [image]}]
+        ),
+        "langchain ToolMessage": ToolMessage(content=[image], tool_call_id="t1"),
+        "bedrock toolResult": {
+            "role": "user",
+            "content": [
+                {"toolResult": {"toolUseId": "t1", "content": [{"image": {"format": "png"}}]}}
+            ],
+        },
+        "pydantic-ai BinaryContent": binary,
+        "pydantic-ai ImageUrl data URL": ModelRequest(
+            parts=[ToolReturnPart("shot", ImageUrl(url="data:image/png;base64," + data), "t1")]
+        ),
+        "pydantic-ai serialised": ModelMessagesTypeAdapter.dump_python([binary], mode="json")[0],
+        "gemini FunctionResponse.parts": gt.Content(
+            role="user",
+            parts=[
+                gt.Part(
+                    function_response=gt.FunctionResponse(
+                        id="t1",
+                        name="shot",
+                        response={"output": "ok"},
+                        parts=[gt.FunctionResponsePart.from_bytes(data=raw, mime_type="image/png")],
+                    )
+                )
+            ],
+        ),
+    }
+
+
+@pytest.mark.parametrize("shape", list(_screenshot_results()))
+def test_media_a_tool_returns_counts_at_the_fixed_media_cost(shape: str) -> None:
+    """An image inside a tool result counts like an image in a user message (a fixed cost),
+    neither by its base64 or bytes nor as nothing."""
+    message = _screenshot_results()[shape]
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=4000))
+    assert parts_of(message).images == 1, shape
+    assert 85 <= reducer.count_tokens(message) < 300, shape
+
+
+# -- TruncateLargest and parallel results ----------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", WIRE_FORMATS)
+def test_truncate_largest_cuts_a_large_result_wherever_it_is_in_its_message(fmt: str) -> None:
+    """Two parallel calls, the first answered by a long output: every format cuts that
+    output to fit (Anthropic, Bedrock and Gemini hold both results in one message, where
+    the long one is not the last), and the short one stays as it was."""
+    calls = (Call("par1", "lookup", {"q": "a"}), Call("par2", "lookup", {"q": "b"}))
+    elements = [
+        Element("question", text="compare a and b"),
+        Element("reply", calls=calls),
+        Element(
+            "results", results=(("par1", "lookup", "detail " * 3000), ("par2", "lookup", "small"))
+        ),
+    ]
+    messages, _ = render_dialogue(elements, fmt)
+    reducer = MessageReducer(
+        config=ReducerConfig(max_tokens=1000, policy=[DropOldest(), TruncateLargest()])
+    )
+    result = reducer.reduce(existing=messages)
+    assert result.tokens_before > 1000
+    assert result.tokens_after <= 1000, fmt
+    texts = [slot.text for m in result.surviving for slot in slots_of(m) if slot.kind == "result"]
+    assert any("truncated" in text for text in texts), (fmt, texts)
+    assert "small" in texts, (fmt, texts)
+
+
+# -- validate(): each format's own shape -------------------------------------------------
+
+_Q = {"role": "user", "content": "q"}
+_ANTHROPIC_USE = {
+    "role": "assistant",
+    "content": [{"type": "tool_use", "id": "t", "name": "w", "input": {}}],
+}
+_ANTHROPIC_RESULT = {
+    "role": "user",
+    "content": [{"type": "tool_result", "tool_use_id": "t", "content": "r"}],
+}
+_BEDROCK_USE = {
+    "role": "assistant",
+    "content": [{"toolUse": {"toolUseId": "t", "name": "w", "input": {}}}],
+}
+_BEDROCK_RESULT = {
+    "role": "user",
+    "content": [{"toolResult": {"toolUseId": "t", "content": [{"text": "r"}]}}],
+}
+_GEMINI_CALL = {"role": "model", "parts": [{"function_call": {"id": "f", "name": "w", "args": {}}}]}
+_GEMINI_RESPONSE = {
+    "role": "user",
+    "parts": [{"function_response": {"id": "f", "name": "w", "response": {"output": "r"}}}],
+}
+
+_SHAPE_CASES: dict[str, tuple[list[Any], str, int, str]] = {
+    "anthropic tool_result in an assistant message": (
+        [_Q, _ANTHROPIC_USE, _ANTHROPIC_RESULT, {**_ANTHROPIC_RESULT, "role": "assistant"}],
+        "misplaced_block",
+        3,
+        "tool_result block in a assistant message",
+    ),
+    "anthropic tool_use in a user message": (
+        [
+            {**_ANTHROPIC_USE, "role": "user"},
+            {"role": "assistant", "content": [{"type": "text", "text": "a"}]},
+        ],
+        "misplaced_block",
+        0,
+        "tool_use block in a user message",
+    ),
+    "anthropic tool_use without an id": (
+        [_Q, {"role": "assistant", "content": [{"type": "tool_use", "name": "w", "input": {}}]}],
+        "invalid_block",
+        1,
+        "tool_use block without an 'id'",
+    ),
+    "anthropic tool_result without a tool_use_id": (
+        [
+            _Q,
+            _ANTHROPIC_USE,
+            {"role": "user", "content": [{"type": "tool_result", "content": "r"}]},
+        ],
+        "invalid_block",
+        2,
+        "without a 'tool_use_id'",
+    ),
+    "gemini role assistant": (
+        [
+            {"role": "user", "parts": [{"text": "q"}]},
+            {"role": "assistant", "parts": [{"text": "a"}]},
+        ],
+        "unexpected_role",
+        1,
+        "role 'assistant'",
+    ),
+    "gemini function_response in a model content": (
+        [
+            {"role": "user", "parts": [{"text": "q"}]},
+            _GEMINI_CALL,
+            _GEMINI_RESPONSE,
+            {**_GEMINI_RESPONSE, "role": "model"},
+        ],
+        "misplaced_block",
+        3,
+        "function_response in a 'model' content",
+    ),
+    "gemini function_call in a user content": (
+        [{**_GEMINI_CALL, "role": "user"}, {"role": "model", "parts": [{"text": "a"}]}],
+        "misplaced_block",
+        0,
+        "function_call in a 'user' content",
+    ),
+    "bedrock role model": (
+        [
+            {"role": "user", "content": [{"text": "q"}]},
+            {"role": "model", "content": [{"text": "a"}]},
+        ],
+        "unexpected_role",
+        1,
+        "role 'model'",
+    ),
+    "bedrock toolResult in an assistant message": (
+        [
+            {"role": "user", "content": [{"text": "q"}]},
+            _BEDROCK_USE,
+            _BEDROCK_RESULT,
+            {**_BEDROCK_RESULT, "role": "assistant"},
+        ],
+        "misplaced_block",
+        3,
+        "toolResult block in a assistant message",
+    ),
+    "bedrock block with two keys": (
+        [
+            {
+                "role": "user",
+                "content": [{"text": "q", "image": {"format": "png", "source": {"bytes": b""}}}],
+            },
+            {"role": "assistant", "content": [{"text": "a"}]},
+        ],
+        "invalid_block",
+        0,
+        "a Converse block holds exactly one",
+    ),
+    "responses arguments as a dict": (
+        [
+            _Q,
+            {"type": "function_call", "call_id": "c", "name": "w", "arguments": {"a": 1}},
+            {"type": "function_call_output", "call_id": "c", "output": "r"},
+        ],
+        "invalid_block",
+        1,
+        "'arguments' is a JSON string",
+    ),
+    "chat tool_calls a string": (
+        [_Q, {"role": "assistant", "content": None, "tool_calls": "oops"}, _Q],
+        "invalid_block",
+        1,
+        "'tool_calls' is a list of tool calls",
+    ),
+    "chat tool_calls [None]": (
+        [_Q, {"role": "assistant", "content": None, "tool_calls": [None]}, _Q],
+        "invalid_block",
+        1,
+        "tool_calls[0] is NoneType",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(_SHAPE_CASES))
+def test_validate_reports_what_each_format_refuses_by_kind_and_index(case: str) -> None:
+    """A role the format lacks, a block in a message of the wrong role, a malformed block:
+    read as before (reduce does not refuse them), and validate() names each with its
+    index; the valid neighbours of each case report nothing of the kind."""
+    messages, kind, index, words = _SHAPE_CASES[case]
+    reducer = MessageReducer()
+    found = [p for p in reducer.validate(messages).problems if p.kind == kind]
+    assert [p.index for p in found] == [index], (case, reducer.validate(messages).problems)
+    assert words in found[0].detail, (case, found[0].detail)
+    reducer.reduce(existing=messages)  # still read
+
+
+def test_validate_finds_none_of_the_shape_kinds_in_valid_lists_of_every_format() -> None:
+    """Well-formed tool loops in every format carry no shape problem."""
+    elements = _tool_loop(2)
+    for fmt in WIRE_FORMATS:
+        messages, _ = render_dialogue(elements, fmt)
+        kinds = {p.kind for p in MessageReducer().validate(messages).problems}
+        assert not kinds & {"misplaced_block", "invalid_block", "unexpected_role"}, (fmt, kinds)
+
+
+@pytest.mark.parametrize("first", ["system", "developer"])
+def test_a_list_may_open_with_a_system_or_developer_message(first: str) -> None:
+    messages = [{"role": first, "content": "be terse"}, _Q, {"role": "assistant", "content": "a"}]
+    assert MessageReducer().validate(messages).problems == []
+    opens_with_answer = [messages[0], {"role": "assistant", "content": "a"}, _Q]
+    kinds = [p.kind for p in MessageReducer().validate(opens_with_answer).problems]
+    assert kinds == [BAD_FIRST_MESSAGE]
+
+
+# -- unknown block and item types --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "compaction", "content": "summary of earlier turns " * 20},
+        {
+            "type": "advisor_tool_result",
+            "tool_use_id": "srv1",
+            "content": {"type": "advisor_result", "text": "x " * 50},
+        },
+    ],
+)
+def test_an_unknown_anthropic_block_is_carried_as_opaque_content(block: dict[str, Any]) -> None:
+    """A block type the reader does not know (a new or beta one) neither makes the list
+    look mixed nor is lost: the list reads as Anthropic, the block counts as its JSON and
+    leaves only with its message."""
+    messages = [
+        _Q,
+        _ANTHROPIC_USE,
+        _ANTHROPIC_RESULT,
+        {"role": "assistant", "content": [block, {"type": "text", "text": "a"}]},
+        {"role": "user", "content": "next"},
+    ]
+    assert detect(messages).name == "anthropic"
+    reducer = MessageReducer(config=ReducerConfig(max_messages=3, min_messages=1))
+    without = {"role": "assistant", "content": [{"type": "text", "text": "a"}]}
+    assert reducer.count_tokens(messages[3]) > reducer.count_tokens(without) + 20
+    result = reducer.reduce(existing=messages)
+    assert messages[3] in result.surviving + result.pruned
+    assert MessageReducer().validate(messages).problems == []
+
+
+def test_an_unknown_responses_item_type_is_kept_and_counted() -> None:
+    item = {"type": "new_item_kind", "id": "x1", "payload": "word " * 200}
+    messages = [
+        _Q,
+        {"type": "function_call", "call_id": "c", "name": "w", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c", "output": "r"},
+        item,
+        {"role": "user", "content": "next"},
+    ]
+    assert detect(messages).name == "responses"
+    reducer = MessageReducer(config=ReducerConfig(max_messages=2, min_messages=1))
+    assert reducer.count_tokens(item) > 100
+    result = reducer.reduce(existing=messages)
+    assert item in result.surviving  # an unknown item is never pruned on its own
+
+
+def test_an_error_about_a_dict_names_its_role_when_it_has_one() -> None:
+    messages = [{"role": "user", "parts": "q"}, {"role": "model", "parts": [{"text": "a"}]}]
+    with pytest.raises(TypeError) as caught:
+        MessageReducer(config=ReducerConfig(max_messages=1, min_messages=1)).reduce(
+            existing=messages
+        )
+    text = str(caught.value)
+    assert "role 'user'" in text and "'parts' is a list" in text
+    assert "without a string 'role'" not in text
+
+
+@pytest.mark.parametrize("fmt", _THINKING_FORMATS)
+def test_an_answered_turns_thinking_step_may_go_with_the_rest_of_its_loop(fmt: str) -> None:
+    """Once the newest turn ends with its answer it is an earlier turn for the next call,
+    so its thinking step is pruned like any other (and validate() asks nothing of it)."""
+    elements = [*_thinking_loop(), Element("reply", text="all sunny")]
+    messages, owners = render_dialogue(elements, fmt)
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=80, preserve_first=False))
+    result = reducer.reduce(existing=messages)
+    alive = {id(m) for m in result.surviving}
+    kept = {owners[i] for i, m in enumerate(messages) if id(m) in alive}
+    assert 3 not in kept and 4 not in kept, (fmt, sorted(kept))
+    assert TURN_WITHOUT_THINKING not in {
+        p.kind for p in reducer.validate(result.surviving).problems
+    }

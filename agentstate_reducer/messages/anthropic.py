@@ -22,8 +22,15 @@ Validity rules: the first message comes from the user, roles alternate (user, as
 list is kept as it is (it belongs in the request's ``system`` parameter).
 
 Counting: text, thinking text, tool names and inputs, tool results' text, the server tools'
-blocks as text, images and documents at a fixed cost (a text document by its text);
-``redacted_thinking`` and signatures do not count.
+blocks as text, images and documents at a fixed cost (a text document by its text), also
+inside a ``tool_result``; ``redacted_thinking`` and signatures do not count. A block type
+this reader does not know (a new or beta one, such as ``compaction``) is carried as it is
+and counts as its JSON.
+
+Shape rules ``validate()`` reports (the list is still read): a ``tool_result`` block in an
+assistant message or a ``tool_use`` block in a user message (``misplaced_block``), a
+``tool_use`` without an ``id`` or a ``tool_result`` without a ``tool_use_id``
+(``invalid_block``).
 
 Writing: a summary is a plain text message, marked by the :data:`~.base.SUMMARY_HEADER`
 first line (the API refuses unknown keys); its role alternates with its neighbours (a user

@@ -149,7 +149,23 @@ class MessageView(NamedTuple):
     model turn in the Responses API (reasoning, an assistant message, a call): a run of
     such items leaves together; 2 for a ``reasoning`` item, which is such an item and
     also needs an item of its turn right after it."""
+    thinking: bool = False
+    """Whether an ai message holds a thinking block (Anthropic ``thinking`` or
+    ``redacted_thinking``, a Bedrock ``reasoningContent``, a pydantic-ai thinking part, a
+    LangChain ``reasoning`` block): when it opens the newest turn, its tool loop sends it
+    back (Anthropic refuses a final assistant turn that starts without it), so it stays
+    while any later message of that turn does."""
+    flaws: tuple[tuple[str, str], ...] = ()
+    """What the format's rules refuse in the message's own shape, as ``(kind, detail)``:
+    a role the format does not have (:data:`FLAW_ROLE`), a block in a message of the
+    wrong role (:data:`FLAW_PLACEMENT`), a malformed block (:data:`FLAW_BLOCK`). The
+    message is still read (as the module docstrings say); ``validate()`` reports them."""
 
+
+#: :attr:`MessageView.flaws` kinds (the ``Problem.kind`` ``validate()`` reports them as).
+FLAW_ROLE = "unexpected_role"
+FLAW_PLACEMENT = "misplaced_block"
+FLAW_BLOCK = "invalid_block"
 
 #: View.joins for an item of a model turn (Responses API).
 TURN_ITEM = 1
@@ -310,6 +326,7 @@ class Parsed:
     __slots__ = (
         "calls",
         "content",
+        "flaws",
         "formats",
         "id",
         "images",
@@ -320,6 +337,7 @@ class Parsed:
         "slots",
         "summary",
         "texts",
+        "thinking",
     )
 
     def __init__(self, role: str, raw_role: str | None, formats: int) -> None:
@@ -339,6 +357,8 @@ class Parsed:
         self.slots: list[Slot] = []
         self.summary = False
         self.joins = 0
+        self.thinking = False
+        self.flaws: list[tuple[str, str]] = []
 
     def call_keys(self) -> tuple[str, ...]:
         """The view's ``call_ids``: each call's id, or the key of its name."""
@@ -365,7 +385,13 @@ class Parsed:
             results,
             self.formats,
             self.joins,
+            self.thinking and role == AI,
+            tuple(self.flaws),
         )
+
+    def flaw(self, kind: str, detail: str) -> None:
+        """Note something the format's rules refuse (see :attr:`MessageView.flaws`)."""
+        self.flaws.append((kind, detail))
 
     def parts(self) -> Parts:
         texts = [*self.texts, *(text for _, text in self.results)]
@@ -452,6 +478,10 @@ def describe(msg: Any) -> str:
         return "got None"
     if isinstance(msg, Mapping):
         keys = ", ".join(repr(k) for k in list(msg)[:6])
+        for key in ("role", "type"):
+            value = msg.get(key)
+            if isinstance(value, str):
+                return f"got a dict with {key} {value!r} (keys: {keys})"
         return f"got a dict without a string 'role' or 'type' (keys: {keys or 'none'})"
     return f"got {type(msg).__name__} {short_repr(msg)}"
 

@@ -32,6 +32,9 @@ from typing import Any
 
 from .base import (
     BEDROCK,
+    FLAW_BLOCK,
+    FLAW_PLACEMENT,
+    FLAW_ROLE,
     SUMMARY_FILLER,
     MessageFormat,
     Parsed,
@@ -95,6 +98,10 @@ def _result_text(content: Any) -> tuple[str, int]:
     return "\n".join(texts), media
 
 
+#: Blocks only one side's messages hold: ``(key, role, that side's name)``.
+_PLACED = (("toolUse", "ai", "assistant"), ("toolResult", "human", "user"))
+
+
 class BedrockFormat(MessageFormat):
     """Bedrock Converse messages (see the module docstring)."""
 
@@ -118,6 +125,8 @@ class BedrockFormat(MessageFormat):
             )
         parsed = Parsed(role, raw, BEDROCK)
         parsed.content = content
+        if raw not in ("user", "assistant", "system"):
+            parsed.flaw(FLAW_ROLE, f"role {raw!r}: Bedrock's roles are 'user' and 'assistant'")
         for index, block in enumerate(content):
             if not is_block(block):
                 raise TypeError(
@@ -125,6 +134,20 @@ class BedrockFormat(MessageFormat):
                     f"one of {', '.join(sorted(BLOCK_KEYS))})"
                 )
             where = ("content", index)
+            keys = sorted(key for key in block if key in BLOCK_KEYS)
+            if len(keys) > 1:
+                parsed.flaw(
+                    FLAW_BLOCK,
+                    f"content[{index}] has the keys {', '.join(map(repr, keys))}: a Converse "
+                    "block holds exactly one",
+                )
+            for kind, owner, holders in _PLACED:
+                if kind in block and role != owner:
+                    parsed.flaw(
+                        FLAW_PLACEMENT,
+                        f"content[{index}] is a {kind} block in a {raw} message: only "
+                        f"{holders} messages hold {kind} blocks",
+                    )
             if isinstance(block.get("text"), str):
                 parsed.add_text(block["text"], (*where, "text"))
             elif "toolUse" in block:
@@ -150,6 +173,7 @@ class BedrockFormat(MessageFormat):
                 else:
                     parsed.add_text(text, (*where, "toolResult"), "result")
             elif "reasoningContent" in block:
+                parsed.thinking = True
                 reasoning = block["reasoningContent"]
                 inner = reasoning.get("reasoningText") if isinstance(reasoning, Mapping) else None
                 thought = inner.get("text") if isinstance(inner, Mapping) else None

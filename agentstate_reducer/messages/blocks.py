@@ -24,6 +24,8 @@ from .base import (
     ANTHROPIC,
     ANY_FORMAT,
     CHAT,
+    FLAW_BLOCK,
+    FLAW_PLACEMENT,
     RESPONSES,
     Parsed,
     as_text,
@@ -46,6 +48,8 @@ MEDIA_BLOCKS = frozenset(
 )
 #: Reasoning blocks and the key of their text.
 REASONING_BLOCKS: Mapping[str, str] = {"thinking": "thinking", "reasoning": "reasoning"}
+#: Blocks that make an ai message a thinking one (``MessageView.thinking``).
+THINKING_BLOCKS = frozenset({*REASONING_BLOCKS, "redacted_thinking"})
 
 _ANTHROPIC_ONLY = frozenset(
     {
@@ -94,7 +98,9 @@ def block_formats(blocks: Any) -> int:
         elif kind in _CHAT_ONLY:
             mask &= CHAT
         else:
-            mask &= CHAT
+            # A type this reader does not know (a new or beta block): it says nothing
+            # about the format, is kept as it is and counts as its JSON.
+            mask &= CHAT | ANTHROPIC | RESPONSES
     return mask
 
 
@@ -112,6 +118,25 @@ def result_text(content: Any) -> str:
             texts.append(text if text is not None else _json(block))
         return "\n".join(texts)
     return as_text(content)
+
+
+def result_parts(content: Any) -> tuple[str, int]:
+    """A tool result's content as :func:`result_text` reads it, but with its media blocks
+    (an image or document a tool returned) counted apart, at a fixed cost each, instead of
+    by their base64 data: the text of the rest, and how many media blocks there are."""
+    if not is_sequence(content) or isinstance(content, str):
+        return result_text(content), 0
+    media = [
+        block
+        for block in content
+        if not isinstance(block, str)
+        and get(block, "type") in MEDIA_BLOCKS
+        and not _text_document(block)
+    ]
+    if not media:
+        return result_text(content), 0
+    rest = [block for block in content if all(block is not m for m in media)]
+    return result_text(rest), len(media)
 
 
 def _json(value: Any) -> str:
@@ -135,9 +160,17 @@ def read_blocks(parsed: Parsed, blocks: Any, path: tuple[Any, ...], *, calls: bo
             parsed.add_text(block, where)
             continue
         kind = get(block, "type")
+        if not calls and kind in CALL_BLOCKS:
+            parsed.flaw(
+                FLAW_PLACEMENT,
+                f"content[{index}] is a {kind} block in a {parsed.raw_role} message: only "
+                "the model's (assistant) messages call tools",
+            )
         if calls and kind in CALL_BLOCKS:
             id_key, name_key, args_key = CALL_BLOCKS[kind]
             call_id = text_or_none(get(block, id_key))
+            if call_id is None:
+                parsed.flaw(FLAW_BLOCK, f"content[{index}] is a {kind} block without an {id_key!r}")
             if call_id is not None and call_id in known:
                 continue  # also in tool_calls (a LangChain message from ChatAnthropic)
             name = get(block, name_key)
@@ -154,18 +187,32 @@ def read_blocks(parsed: Parsed, blocks: Any, path: tuple[Any, ...], *, calls: bo
             continue
         if kind in RESULT_BLOCKS:
             key = text_or_none(get(block, RESULT_BLOCKS[kind]))
-            text = result_text(get(block, "content"))
+            if calls:
+                parsed.flaw(
+                    FLAW_PLACEMENT,
+                    f"content[{index}] is a {kind} block in a {parsed.raw_role} message: tool "
+                    "results go in the user message after the call",
+                )
+            elif key is None:
+                parsed.flaw(
+                    FLAW_BLOCK,
+                    f"content[{index}] is a {kind} block without a {RESULT_BLOCKS[kind]!r}",
+                )
+            text, media = result_parts(get(block, "content"))
+            parsed.images += media
             if key is not None:
                 parsed.add_result(key, text, (*where, "content"))
             else:
                 parsed.add_text(text, (*where, "content"), "result")
             continue
         if kind in REASONING_BLOCKS:
+            parsed.thinking = True
             text = get(block, REASONING_BLOCKS[kind])
             if isinstance(text, str):
                 parsed.add_text(text, (*where, REASONING_BLOCKS[kind]), "reasoning")
             continue
         if kind == "redacted_thinking":
+            parsed.thinking = True
             continue  # opaque data, no text
         if kind in MEDIA_BLOCKS and not _text_document(block):
             parsed.images += 1

@@ -38,11 +38,13 @@ from typing import Any
 from .base import (
     AI,
     CHAT,
+    FLAW_BLOCK,
     FUNCTION,
     HUMAN,
     MEMORY_HEADER,
     MEMORY_SOURCE,
     PLAIN,
+    RESPONSES,
     ROLE_ALIASES,
     SUMMARY_HEADER,
     SUMMARY_SOURCE,
@@ -60,6 +62,7 @@ from .blocks import (
     CALL_BLOCKS,
     MEDIA_BLOCKS,
     RESULT_BLOCKS,
+    THINKING_BLOCKS,
     block_formats,
     read_blocks,
     replace_in,
@@ -324,6 +327,41 @@ def plain_mask(msg: Any, role: str, calls: bool, found: Any) -> int:
     return CHAT
 
 
+_KNOWN_ROLES = frozenset(ROLE_ALIASES.values())
+
+
+def opaque_item(msg: Any) -> bool:
+    """A role-less dict whose ``type`` names no role and no item this reader knows: a
+    Responses API item of a new type, or a Chat-family message of an unknown role. Either
+    way it is kept as it is (an unknown role is never pruned) and counts as its JSON, and
+    it fits a Responses list as well as a Chat one."""
+    if not is_mapping(msg) or msg.get("role") is not None or "data" in msg:
+        return False
+    kind = msg.get("type")
+    return (
+        isinstance(kind, str)
+        and kind.lower() not in ROLE_ALIASES
+        and kind != "chat"
+        and not is_serialized(msg)
+    )
+
+
+def _call_list_flaws(msg: Any) -> tuple[tuple[str, str], ...]:
+    """A ``tool_calls`` that is not a list of calls (a string, an entry that is None or
+    a string): read as no calls, reported by ``validate()``."""
+    calls = own_or_extra(msg, "tool_calls", getattr)
+    if calls is None:
+        return ()
+    if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, (list, tuple)):
+        got = type(calls).__name__
+        return ((FLAW_BLOCK, f"'tool_calls' is a list of tool calls, got a {got}"),)
+    return tuple(
+        (FLAW_BLOCK, f"tool_calls[{index}] is {type(call).__name__}, not a tool call")
+        for index, call in enumerate(calls)
+        if call is None or isinstance(call, (str, bytes, int, float))
+    )
+
+
 class ChatFormat(MessageFormat):
     """OpenAI Chat Completions dicts and LangChain's dict forms (see the module docstring)."""
 
@@ -352,7 +390,13 @@ class ChatFormat(MessageFormat):
             if name is not None:
                 ids += (function_call_key(name),)
             mask = plain_mask(msg, role, bool(ids) or function_call(msg) is not None, found)
-            return MessageView(role, ident, ids, None, summary, (), mask)
+            thinking = bool(blocks) and any(
+                isinstance(block, Mapping) and block.get("type") in THINKING_BLOCKS
+                for block in blocks or ()
+            )
+            return MessageView(
+                role, ident, ids, None, summary, (), mask, 0, thinking, _call_list_flaws(msg)
+            )
         if role == FUNCTION:
             name = function_name(msg)
             answered = None if name is None else function_call_key(name)
@@ -367,6 +411,8 @@ class ChatFormat(MessageFormat):
             if results:
                 kind = HUMAN if other else TOOL
                 return MessageView(kind, ident, (), results[0], summary, results, CHAT)
+        if opaque_item(msg):
+            return MessageView(role, ident, (), None, summary, (), CHAT | RESPONSES)
         return MessageView(role, ident, (), None, summary, (), plain_mask(msg, role, False, found))
 
     def parse(self, msg: Any) -> Parsed:
@@ -376,6 +422,9 @@ class ChatFormat(MessageFormat):
         parsed.summary = is_summary(msg) or is_memory(msg)
         found = content(msg)
         parsed.content = found
+        if found is None and opaque_item(msg):
+            parsed.texts.append(as_text({k: v for k, v in msg.items() if k != "id"}))
+            return parsed
         if role == AI:
             for call in tool_calls(msg):
                 name, arguments = tool_call_parts(call)
@@ -451,6 +500,8 @@ class ChatFormat(MessageFormat):
             # A result's whole content is its output, as parse() reads it.
             return Parts([_content_text(found)], calls, _content_images(found))
         if found is None:
+            if role not in _KNOWN_ROLES and opaque_item(msg):
+                return self.parse(msg).parts()  # counted as its JSON
             return Parts(texts, calls, 0)
         if type(found) is str:
             texts.append(found)

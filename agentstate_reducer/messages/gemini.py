@@ -37,6 +37,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .base import (
+    AI,
+    FLAW_PLACEMENT,
+    FLAW_ROLE,
     GEMINI,
     HUMAN,
     SUMMARY_FILLER,
@@ -103,6 +106,10 @@ class GeminiFormat(MessageFormat):
         role = _ROLES.get(raw_role.lower()) or normalise(raw_role)
         parsed = Parsed(role, raw_role, GEMINI)
         parsed.content = parts
+        if raw_role.lower() not in _ROLES and role != "system":
+            parsed.flaw(
+                FLAW_ROLE, f"role {raw_role!r}: a Gemini content's role is 'user' or 'model'"
+            )
         for index, part in enumerate(parts or ()):
             where = ("parts", index)
             text = get(part, "text")
@@ -113,6 +120,12 @@ class GeminiFormat(MessageFormat):
             name_key, call = _field(part, _CALL)
             if call is not None:
                 _check_object(msg, index, name_key, call)
+                if role != AI:
+                    parsed.flaw(
+                        FLAW_PLACEMENT,
+                        f"parts[{index}] is a {name_key} in a {raw_role!r} content: only the "
+                        "model's contents call functions",
+                    )
                 name = get(call, "name")
                 parsed.calls.append(
                     (
@@ -126,8 +139,20 @@ class GeminiFormat(MessageFormat):
             name_key, response = _field(part, _RESPONSE)
             if response is not None:
                 _check_object(msg, index, name_key, response)
+                if role == AI:
+                    parsed.flaw(
+                        FLAW_PLACEMENT,
+                        f"parts[{index}] is a {name_key} in a {raw_role!r} content: function "
+                        "responses go in the user content after the call",
+                    )
                 key = _response_key(response)
                 body = _output_text(get(response, "response"))
+                for extra in get(response, "parts") or ():
+                    # Media a function returns (FunctionResponse.parts): a fixed cost each.
+                    if _field(extra, _MEDIA)[1] is not None:
+                        parsed.images += 1
+                    else:
+                        parsed.texts.append(as_text(extra))
                 if key is not None:
                     parsed.add_result(key, body, (*where, name_key))
                 else:

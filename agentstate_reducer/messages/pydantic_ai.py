@@ -117,6 +117,21 @@ def is_pydantic_ai(msg: Any) -> bool:
     )
 
 
+def _return_parts(content: Any) -> tuple[str, int]:
+    """A tool return's content as text, with the media it holds (``BinaryContent``,
+    ``ImageUrl``, ... or their serialised dicts, alone or in a list) counted apart, at a
+    fixed cost each, instead of by their data."""
+    if get(content, "kind") in _MEDIA and not isinstance(content, str):
+        return "", 1
+    if not is_sequence(content) or isinstance(content, str):
+        return as_text(content), 0
+    media = sum(1 for item in content if not isinstance(item, str) and get(item, "kind") in _MEDIA)
+    if not media:
+        return as_text(content), 0
+    rest = [item for item in content if isinstance(item, str) or get(item, "kind") not in _MEDIA]
+    return (as_text(rest) if rest else ""), media
+
+
 class PydanticAIFormat(MessageFormat):
     """pydantic-ai ``ModelRequest``/``ModelResponse`` messages (see the module docstring)."""
 
@@ -184,7 +199,8 @@ class PydanticAIFormat(MessageFormat):
                     parsed.texts.append(as_text(_fields(item)))
         elif kind in ("tool-return", "retry-prompt"):
             call_id = text_or_none(get(part, "tool_call_id"))
-            text = as_text(content)
+            text, media = _return_parts(content)
+            parsed.images += media
             answers = kind == "tool-return" or text_or_none(get(part, "tool_name")) is not None
             if answers and call_id is not None:
                 parsed.add_result(call_id, text, (*where, "content"))
@@ -202,6 +218,7 @@ class PydanticAIFormat(MessageFormat):
             if isinstance(content, str):
                 parsed.add_text(content, (*where, "content"))
         elif kind == "thinking":
+            parsed.thinking = True
             if isinstance(content, str) and content:
                 parsed.add_text(content, (*where, "content"), "reasoning")
         elif kind == "tool-call":

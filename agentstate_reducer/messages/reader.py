@@ -47,7 +47,7 @@ from .base import (
     Slot,
     function_call_key,
 )
-from .blocks import CALL_BLOCKS, RESULT_BLOCKS
+from .blocks import CALL_BLOCKS, RESULT_BLOCKS, THINKING_BLOCKS
 from .chat import ChatFormat, is_serialized, normalise
 from .detect import reader_of
 from .responses import ITEM_TYPES
@@ -487,8 +487,8 @@ def read_view(msg: Any) -> MessageView:
         found = None  # read below where it matters (call and result blocks)
     role = ROLE_ALIASES.get(raw)
     if role is None:
-        if raw in ITEM_TYPES:
-            return general_view(msg)  # a Responses API item
+        if raw in ITEM_TYPES or fields is msg:
+            return general_view(msg)  # a Responses API item (maybe of a type it adds later)
         role = normalise(raw)
     ident = fields.get("id") if fields is not None else getattr(msg, "id", None)
     if ident is not None and type(ident) is not str:
@@ -533,10 +533,14 @@ def read_view(msg: Any) -> MessageView:
                 if call_id:
                     found_ids.append(call_id)
             ids = tuple(found_ids)
+        thinking = False
         if type(found) is list:
             for block in found:
-                if type(block) is dict and block.get("type") in CALL_BLOCKS:
-                    return general_view(msg)
+                if type(block) is dict:
+                    kind = block.get("type")
+                    if kind in CALL_BLOCKS:
+                        return general_view(msg)
+                    thinking = thinking or kind in THINKING_BLOCKS
         function_call = (
             fields.get("function_call") if fields is not None else chat.function_call_attribute(msg)
         )
@@ -551,7 +555,7 @@ def read_view(msg: Any) -> MessageView:
             if name:
                 ids += (function_call_key(name),)
         mask = PLAIN if role_keyed and not ids and not function_call else CHAT
-        return _new(MessageView, (role, message_id, ids, None, summary, (), mask, 0))
+        return _new(MessageView, (role, message_id, ids, None, summary, (), mask, 0, thinking, ()))
     if role is TOOL:
         answered = (
             fields.get("tool_call_id") if fields is not None else getattr(msg, "tool_call_id", None)
@@ -560,20 +564,24 @@ def read_view(msg: Any) -> MessageView:
             return general_view(msg)
         answered = answered or None
         answers = (answered,) if answered else ()
-        return _new(MessageView, (role, message_id, (), answered, summary, answers, CHAT, 0))
+        return _new(
+            MessageView, (role, message_id, (), answered, summary, answers, CHAT, 0, False, ())
+        )
     if role is FUNCTION:
         name = fields.get("name") if fields is not None else getattr(msg, "name", None)
         if name is not None and type(name) is not str:
             return general_view(msg)
         answered = function_call_key(name) if name else None
         results = (answered,) if answered else ()
-        return _new(MessageView, (role, message_id, (), answered, summary, results, CHAT, 0))
+        return _new(
+            MessageView, (role, message_id, (), answered, summary, results, CHAT, 0, False, ())
+        )
     if role is HUMAN and type(found) is list:
         for block in found:
             if type(block) is dict and block.get("type") in RESULT_BLOCKS:
                 return general_view(msg)
     mask = PLAIN if role_keyed and role in _PLAIN_ROLES else CHAT
-    return _new(MessageView, (role, message_id, (), None, summary, (), mask, 0))
+    return _new(MessageView, (role, message_id, (), None, summary, (), mask, 0, False, ()))
 
 
 #: ``tuple.__new__``: builds a view without the Python frame of ``MessageView.__new__``.

@@ -39,6 +39,7 @@ from typing import Any
 
 from .base import (
     AI,
+    FLAW_BLOCK,
     HUMAN,
     PLAIN,
     REASONING_ITEM,
@@ -136,6 +137,15 @@ class ResponsesFormat(MessageFormat):
             parsed.joins = TURN_ITEM
             id_key, name_key, args_key = CALLS[kind]
             name = name_key[1:] if name_key.startswith("=") else get(msg, name_key)
+            arguments = get(msg, args_key)
+            if kind == "function_call" and not isinstance(arguments, str):
+                parsed.flaw(
+                    FLAW_BLOCK,
+                    f"a function_call's 'arguments' is a JSON string, got "
+                    f"{type(arguments).__name__}",
+                )
+            if text_or_none(get(msg, id_key)) is None:
+                parsed.flaw(FLAW_BLOCK, f"a {kind} without a {id_key!r}")
             parsed.calls.append(
                 (
                     text_or_none(get(msg, id_key)),

@@ -24,13 +24,16 @@ class TruncateLargest(ReductionStep):
     """Cut the text of the largest message so the list fits, with a visible marker.
 
     The message's text is cut from its end: its last text (a string content, the last text
-    block of a list content, or the last tool result it holds, in the message's own
-    format; other blocks, such as images and calls, stay). Never cut: system and developer
+    block of a list content, or the tool result it holds, in the message's own format;
+    other blocks, such as images and calls, stay). A message holding several tool results
+    (parallel calls answered in one Anthropic, Bedrock or Gemini user message) has its
+    longest result cut, wherever it is among them, as Chat, one message per result, cuts
+    the largest result message. Never cut: system and developer
     messages (their last rules are what a cut would lose), the newest human message (the
     question), summary blocks. Opt-in: it changes what a message says; the original
     reaches the ``on_prune`` hooks. One message, all or nothing: when cutting the largest
-    one's last text block cannot make the list fit (the rest alone is over the target, or
-    the text is in an earlier block), nothing is cut and the next step goes on.
+    one's text cannot make the list fit (the rest alone is over the target, or the text is
+    in an earlier text block), nothing is cut and the next step goes on.
 
     Attributes:
         marker: Appended to the cut text; ``{removed}`` is replaced by the tokens removed.
@@ -92,14 +95,20 @@ class TruncateLargest(ReductionStep):
         content = content_of(message)
         if isinstance(content, str):
             return self._marker_at_end.search(content) is not None
-        found = _last_text(message)
-        return found is not None and self._marker_at_end.search(found.text) is not None
+        return any(
+            slot.kind in ("text", "result") and self._marker_at_end.search(slot.text)
+            for slot in slots_of(message)
+        )
 
 
 def _last_text(message: Any) -> Slot | None:
-    """The message's last non-empty text or tool result (see
-    :func:`~agentstate_reducer.messages.slots_of`), None when it has none to cut."""
+    """The text a cut shortens (see :func:`~agentstate_reducer.messages.slots_of`): the
+    longest of the tool results when the message holds several, else its last non-empty
+    text or tool result; None when it has none to cut."""
     found = slots_of(message)
+    results = [slot for slot in found if slot.kind == "result" and slot.text]
+    if len(results) > 1:
+        return max(results, key=lambda slot: len(slot.text))
     for index in range(len(found) - 1, -1, -1):
         if found[index].kind in ("text", "result") and found[index].text:
             return found[index]
