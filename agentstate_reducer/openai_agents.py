@@ -32,7 +32,9 @@ failure and ``reducer.handoff_status()`` shows it.
 Writing back is the inner session's ``clear_session`` then ``add_items`` (the ``Session``
 protocol has no other way to remove an old item); writes to one session id in this process
 (two runs at once, several ``ReducingSession`` objects) take turns, so none is lost between
-the two.
+the two. When the inner session raises during the write-back, what it held is stored again
+before the error reaches the caller (the items the reduce pruned reached the hooks already
+and reach them again when pruned again: at least once).
 """
 
 from __future__ import annotations
@@ -173,8 +175,29 @@ class ReducingSession:
             kept = result.surviving
             if len(kept) == len(stored) and all(a is b for a, b in zip(kept, stored, strict=True)):
                 return
+            # A failing clear changes nothing (every item stays stored); a failing add after
+            # it would leave the session empty, so what it held goes back first. Either way
+            # what this reduce pruned already reached the hooks, and reaches them again when
+            # a later add prunes it (at least once), never less.
             await self.inner.clear_session()
-            await self.inner.add_items(list(kept))
+            try:
+                await self.inner.add_items(list(kept))
+            except BaseException as exc:
+                await self._put_back(stored, exc)
+                raise
+
+    async def _put_back(self, stored: list[TResponseInputItem], cause: BaseException) -> None:
+        """Store ``stored`` again after a failed write-back (shielded from cancellation:
+        the session is empty until it is done)."""
+        try:
+            await asyncio.shield(self.inner.add_items(list(stored)))
+        except Exception as again:
+            raise RuntimeError(
+                f"ReducingSession could not write back session {self.session_id!r} "
+                f"({cause!r}), nor store again the {len(stored)} items it held ({again!r}): "
+                "the inner session is empty; what the reduce pruned reached the on_prune "
+                "hooks, the rest is lost from the session"
+            ) from cause
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest stored item (None when there is none)."""

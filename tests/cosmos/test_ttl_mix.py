@@ -64,19 +64,20 @@ def test_a_thread_reads_whole_until_its_ttl_has_passed(server: CosmosTestServer)
 def test_instances_with_different_ttls_keep_an_active_thread_whole(
     server: CosmosTestServer, a_ttl: int | None
 ) -> None:
-    """A rolling deploy: instance B (ttl=2) writes a value once; instance A (without ttl, or
-    ttl=30) then takes a turn every 1.5 s for 6 s, each checkpoint inheriting that value.
-    Every turn reads it whole, long after B's holder of it (4 s) expired: A's first put wrote
-    it again under its own ttl."""
+    """A rolling deploy: instance B (ttl=4) writes a value once; instance A (without ttl, or
+    ttl=30) then takes a turn every 2.5 s for 10 s, each checkpoint inheriting that value.
+    Every turn reads it whole, after B's holder of it (8 s) expired: A's first put wrote it
+    again under its own ttl. (A's first turn comes 2.5 s after B's, well within B's head's
+    5 s less the service's rounding of ``_ts``, however loaded the machine.)"""
     container, cfg = new_container(), {"configurable": {"thread_id": "rolling"}}
     with (
-        CosmosDBSaver(DATABASE, container, **saver_kwargs(server, ttl=2)) as b,
+        CosmosDBSaver(DATABASE, container, **saver_kwargs(server, ttl=4)) as b,
         CosmosDBSaver(DATABASE, container, **saver_kwargs(server, ttl=a_ttl)) as a,
     ):
         _graph(b).invoke({"items": ["b0"]}, cfg)
         graph = _graph(a)
         for turn in range(4):
-            time.sleep(1.5)
+            time.sleep(2.5)
             out = graph.invoke({"items": [f"a{turn}"]}, cfg)
             assert out["big"] == BIG, turn
             assert out["items"][0] == "b0", turn

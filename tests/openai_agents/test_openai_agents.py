@@ -613,3 +613,56 @@ def test_the_stored_history_is_bounded_whole_and_loses_nothing(
     assert Counter(originals) + Counter(signature(i) for i in stored) == Counter(
         map(signature, added)
     )
+
+
+class FailingWriteBack(SQLiteSession):
+    """A SQLiteSession whose ``clear_session`` or write-back ``add_items`` (the one storing
+    several items) fails once when armed: a database error in the middle of the write-back."""
+
+    def __init__(self, session_id: str, db_path: str) -> None:
+        super().__init__(session_id, db_path)
+        self.fail: str | None = None
+
+    async def clear_session(self) -> None:
+        if self.fail == "clear":
+            self.fail = None
+            raise ConnectionError("the database went away (clear)")
+        await super().clear_session()
+
+    async def add_items(self, items: list[Any]) -> None:
+        if self.fail == "add" and len(items) > 1:
+            self.fail = None
+            raise ConnectionError("the database went away (add)")
+        await super().add_items(items)
+
+
+@pytest.mark.parametrize("failing", ["clear", "add"])
+def test_a_write_back_that_fails_loses_nothing_stored(tmp_path: Path, failing: str) -> None:
+    """The inner session raising in the middle of the write-back (after its clear, or the
+    clear itself): the caller sees the error, the session holds everything it held (the new
+    item too), and the next add prunes and hands it over; every item is stored or was handed
+    over, whatever failed."""
+    pruned: list[Any] = []
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=2,
+            max_messages=4,
+            on_prune=[lambda items, namespace: pruned.extend(items)],
+        )
+    )
+    inner = FailingWriteBack("write-back", str(tmp_path / "chats.db"))
+    session = ReducingSession(inner, reducer)
+    sent = [{"role": "user" if n % 2 == 0 else "assistant", "content": f"m{n}"} for n in range(12)]
+    for n, item in enumerate(sent):
+        if n == 6:
+            before = [_text(i) for i in wait(session.get_items())]
+            inner.fail = failing
+            with pytest.raises(ConnectionError, match=failing):
+                wait(session.add_items([item]))
+            assert [_text(i) for i in wait(session.get_items())] == [*before, f"m{n}"]
+            continue
+        wait(session.add_items([item]))
+    stored = [_text(i) for i in wait(session.get_items())]
+    assert len(stored) <= 4
+    handed = {_text(i) for i in pruned}
+    assert {f"m{n}" for n in range(12)} == handed | set(stored)
