@@ -17,6 +17,7 @@ REDIS_UPSTREAM_FAILURES = {
     "test_hundreds_of_turns_stay_bounded_sync": REDIS_LIST_SERIALIZED,
     "test_a_failing_summary_keeps_the_turn_and_summarises_once_back": REDIS_LIST_SERIALIZED,
     "test_a_background_store_outage_loses_nothing_and_never_fails_a_turn": REDIS_LIST_SERIALIZED,
+    "test_token_mode_bounds_stored_tokens": REDIS_LIST_SERIALIZED,
 }
 """Tests that fail on the sync Redis saver for its own bug, by test function: marked
 ``xfail(strict=True)`` there, so a fix upstream shows up as a failure asking for the entry
