@@ -40,8 +40,8 @@ def test_docs_group_floors_build_the_reference(make_venv: MakeVenv, tmp_path: Pa
     assert "WARNING" not in proc.stderr, proc.stderr[-3000:]
     assert _undocumented(site) == []
     for page, anchors in PAGES.items():
-        html = (site / page / "index.html").read_text(encoding="utf-8")
+        html = (site / "reference" / page / "index.html").read_text(encoding="utf-8")
         assert all(f'id="{anchor}"' in html for anchor in anchors), page
-    reducer = (site / "reducer" / "index.html").read_text(encoding="utf-8")
+    reducer = (site / "reference" / "reducer" / "index.html").read_text(encoding="utf-8")
     assert '<span class="gp">&gt;&gt;&gt; </span><span class="n">reducer</span>' in reducer
     print(f"[docs floors] {sys.version_info[:2]}: {requirements}")
