@@ -308,7 +308,7 @@ class ReduceContext:
         end = state.end_for_target(room, fold=inject)
         if end is None:
             return []
-        pruned_at = state.pruned_positions(end, block=inject)
+        pruned_at, kept_at = state.split_window(end, block=inject)
         if not pruned_at:
             return []
         # Every summary block is folded, also one outside the window: a list holds one
@@ -321,6 +321,7 @@ class ReduceContext:
             window_end=end,
             room=room if inject else 0,
             block=inject,
+            kept_at=kept_at,
         )
 
     def _position(self, position: int) -> int:
@@ -341,17 +342,19 @@ class ReduceContext:
         window_end: int | None = None,
         room: int = 0,
         block: bool = False,
+        kept_at: list[int] | None = None,
     ) -> list[Any]:
         """Remove the messages at ``pruned_at`` (and fold the summary blocks at
         ``folded_at``); with ``summarize`` they join the reduce's summary request, and with
-        a ``room`` a placeholder that big stands for the block until it is made."""
+        a ``room`` a placeholder that big stands for the block until it is made.
+        ``kept_at``: what the window keeps, when the caller has it from ``split_window``."""
         messages = self._messages
         state = self.state
         start = state.start
-        kept_at: list[int] | None = None
         if window_end is not None and not folded_at:
             # Only the window changes: what it keeps, then the rest as it is.
-            kept_at = state.kept_in_window(window_end, block=block)
+            if kept_at is None:
+                kept_at = state.kept_in_window(window_end, block=block)
             kept = [messages[p] for p in kept_at]
             kept += messages[window_end:]
         else:

@@ -34,7 +34,8 @@ from .reader import Reader
 from .result import ReducerResult
 from .rewrites import Rewrites
 from .session import PlanCache
-from .steps.contract import ReductionStep
+from .steps.contract import ReductionStep, StepReport
+from .steps.drop import DropOldest
 from .steps.policy import default_policy
 from .summary import RunningSummary, SummaryMemory
 from .tokens import TokenCounter
@@ -116,6 +117,14 @@ class MessageReducer:
         # What models were shown, by this reducer's count (calibration; see ShownMemory).
         self._shown = ShownMemory()
         self._adds_to_view = any(step.view_only for step in self._policy)
+        # The default policy without a summary, hooks or calibration: a prune is the plan's
+        # window and nothing else, done by _drop_oldest without a step context.
+        only = self._policy[0] if len(self._policy) == 1 else None
+        self._plain_drop: str | None = (
+            only.id
+            if type(only) is DropOldest and not self._delivery and not config.calibrate
+            else None
+        )
 
     @property
     def config(self) -> ReducerConfig:
@@ -298,6 +307,8 @@ class MessageReducer:
         state = self._begin(combined, where, namespace)
         if not state.over_limit() and not self._delivery.has_pending:
             return self._fits(combined, state)
+        if self._plain_drop is not None:
+            return self._drop_oldest(combined, state, self._plain_drop)
         return drive(self._reduce(combined, where, namespace, self._policy, on_prune_error, state))
 
     async def areduce(
@@ -324,6 +335,8 @@ class MessageReducer:
         state = self._begin(combined, where, namespace)
         if not state.over_limit() and not self._delivery.has_pending:
             return self._fits(combined, state)
+        if self._plain_drop is not None:
+            return self._drop_oldest(combined, state, self._plain_drop)
         return await adrive(
             self._reduce(combined, where, namespace, self._policy, on_prune_error, state)
         )
@@ -585,6 +598,45 @@ class MessageReducer:
             tokens_before=state.total,
             tokens_after=state.total,
             calibration=self._calibration(state),
+        )
+
+    def _drop_oldest(self, combined: list[Any], state: PlanState, step_id: str) -> ReducerResult:
+        """A reduce over the limit with the plain policy (one ``DropOldest``, no hooks, no
+        summary, no calibration): the plan's window leaves, and nothing else happens.
+
+        Invariant: the result (every field, the step report included) and the state
+        remembered for the next reduce equal what the general path (a
+        :class:`~agentstate_reducer.context.ReduceContext` running the policy) gives;
+        ``tests/test_hot_path.py`` compares the two on drawn conversations and configs.
+        """
+        before, length = state.total, len(combined)
+        end = state.end_for_target(0)
+        gone, kept_at = state.split_window(end) if end is not None else ([], [])
+        if gone:
+            start = state.start
+            surviving = combined[:start]
+            surviving += [combined[p] for p in kept_at]
+            surviving += combined[end:]
+            pruned = [combined[p] for p in gone]
+            state.prune(end, gone, kept_at)  # type: ignore[arg-type]  # end is set with gone
+        else:
+            surviving, pruned = list(combined), []
+        report = StepReport(
+            step=step_id,
+            touched=list(pruned),
+            tokens_before=before,
+            tokens_after=state.total,
+            messages_before=length,
+            messages_after=len(surviving),
+        )
+        self._plans.remember(state, surviving)
+        logger.debug("reduced %d messages to %d (pruned %d)", length, len(surviving), len(pruned))
+        return ReducerResult(
+            surviving=surviving,
+            pruned=pruned,
+            steps=[report],
+            tokens_before=before,
+            tokens_after=state.total,
         )
 
     def _view(

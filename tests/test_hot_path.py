@@ -20,6 +20,7 @@ from agentstate_reducer import MessageReducer, ReducerConfig
 from agentstate_reducer._calls import drive
 from agentstate_reducer.messages import read_view
 from agentstate_reducer.planner import PlanLimits, PlanState
+from agentstate_reducer.policy import DropOldest
 from agentstate_reducer.tokens import TokenCounter
 from agentstate_reducer.tokens.estimate import estimate_tokens
 
@@ -159,6 +160,48 @@ def test_the_no_prune_return_is_the_generator_path(
     assert _fields(fast) == _fields(slow)
 
 
+def _plan_of(reducer: MessageReducer) -> tuple[Any, ...]:
+    """The plan state a reducer remembered for its next reduce, field by field."""
+    session = reducer._plans._session
+    assert session is not None
+    state = session.state
+    return (
+        [id(m) for m in session.messages],
+        *(getattr(state, name) for name in PlanState.__slots__ if name != "_limits"),
+    )
+
+
+@PROPERTY
+@given(dialogues(), st.sampled_from(WIRE_FORMATS), st.data())
+def test_the_plain_drop_is_the_policy_path(
+    elements: list[Any], fmt: str, data: st.DataObject
+) -> None:
+    """With the plain policy (one ``DropOldest``, no hooks, summary or calibration) a
+    reduce over the limit prunes without a step context (``MessageReducer._drop_oldest``):
+    turn by turn it returns what the policy path returns, field by field and message by
+    message, and remembers the same plan state for the next turn."""
+    messages, _ = render_dialogue(elements, fmt)
+    options = data.draw(_configs(fmt))
+    options.pop("summarize_fn", None)
+    options.pop("summary_max_tokens", None)
+    if data.draw(st.booleans()):
+        options["policy"] = [DropOldest(id=data.draw(st.sampled_from(["drop_oldest", "mine"])))]
+    fast, slow = (MessageReducer(config=ReducerConfig(**options)) for _ in range(2))
+    assert fast._plain_drop is not None
+    slow._plain_drop = None  # the general path: a ReduceContext running the policy
+    sizes = data.draw(st.lists(st.integers(1, 4), max_size=20))
+    history: list[Any] = []
+    for new in _chunks(messages, sizes):
+        ours, theirs = fast.reduce(history, new), slow.reduce(history, new)
+        assert _fields(ours) == _fields(theirs)
+        assert [id(m) for m in ours.surviving] == [id(m) for m in theirs.surviving]
+        assert [[id(m) for m in s.touched] for s in ours.steps] == [
+            [id(m) for m in s.touched] for s in theirs.steps
+        ]
+        assert _plan_of(fast) == _plan_of(slow)
+        history = ours.surviving
+
+
 @PROPERTY
 @given(dialogues(), st.sampled_from(WIRE_FORMATS), st.sampled_from([False, True, "system"]))
 def test_a_window_keeps_and_prunes_every_position_once(
@@ -177,6 +220,11 @@ def test_a_window_keeps_and_prunes_every_position_once(
     for end in range(state.start, len(messages) + 1):
         kept, gone = state.kept_in_window(end), state.pruned_positions(end)
         assert sorted(kept + gone) == list(range(state.start, end))
+        for block in (False, True):
+            assert state.split_window(end, block=block) == (
+                state.pruned_positions(end, block=block),
+                state.kept_in_window(end, block=block),
+            )
         fast = messages[: state.start] + [messages[p] for p in kept] + messages[end:]
         slow = [m for p, m in enumerate(messages) if p not in set(gone)]
         assert [id(m) for m in fast] == [id(m) for m in slow]

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..messages import CHAT, MessageView, call_parts_of, content_of, parts_of, view_of
 from ..messages import chat as _chat
-from .counters import resolve_token_counter
+from .counters import CHEAP_COUNTER, resolve_token_counter
 from .estimate import estimate_tokens, parts_tokens
 
 _CACHE_LIMIT = 200_000
@@ -31,6 +31,9 @@ class TokenCounter:
     def __init__(self, counter: Any = None) -> None:
         self._count = resolve_token_counter(counter)
         self._by_parts = self._count is estimate_tokens
+        # A counter cheaper than its cache key (the built-in "approximate") is not cached:
+        # its count is a function of the message alone, so calling it is the cached value.
+        self._uncached = bool(getattr(self._count, CHEAP_COUNTER, False))
         self._cache: dict[tuple[Any, ...], int] = {}
         self._lock = threading.Lock()
 
@@ -49,6 +52,13 @@ class TokenCounter:
         """
         if view is None:
             view = view_of(message, where)
+        if self._uncached:
+            value = self._count(message)
+            if type(value) is not int or value < 0:
+                raise TypeError(
+                    f"token_counter returned {value!r} for {where}; it must return an int >= 0"
+                )
+            return value
         key: tuple[Any, ...] | None = None
         if self._by_parts:
             texts, made, images = parts = parts_of(message)
