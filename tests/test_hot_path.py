@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from agentstate_reducer import MessageReducer, ReducerConfig
 from agentstate_reducer._calls import drive
-from agentstate_reducer.messages import read_view
+from agentstate_reducer.messages import general_view, read_view
 from agentstate_reducer.planner import PlanLimits, PlanState
 from agentstate_reducer.policy import DropOldest
 from agentstate_reducer.tokens import TokenCounter
@@ -306,3 +306,56 @@ def test_a_counter_sees_edited_call_arguments_in_every_format(
         if target is None or not _edit_calls(target):
             continue
         assert counter(edited) == _reads_calls(edited)
+
+
+@st.composite
+def _langchain_messages(draw: st.DrawFn) -> Any:
+    """LangChain's own Human, AI and Tool messages in plain and odd shapes: ids empty or
+    missing, block content, summary and memory sources, calls without ids, legacy
+    ``function_call`` in ``additional_kwargs`` or as a pydantic extra field."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from agentstate_reducer.messages.base import MEMORY_SOURCE, SUMMARY_SOURCE
+
+    ident = draw(st.sampled_from([None, "", "m1", "m2"]))
+    content: Any = draw(
+        st.one_of(
+            st.text(max_size=12),
+            st.just([{"type": "text", "text": "hi"}]),
+            st.just([{"type": "thinking", "thinking": "t", "signature": "s"}, "x"]),
+            st.just([{"type": "tool_result", "tool_use_id": "c1", "content": "r"}]),
+        )
+    )
+    extra: dict[str, Any] = {}
+    if draw(st.booleans()):
+        extra["lc_source"] = draw(st.sampled_from([SUMMARY_SOURCE, MEMORY_SOURCE, "other"]))
+    kind = draw(st.sampled_from(["human", "ai", "tool"]))
+    if kind == "human":
+        return HumanMessage(content=content, id=ident, additional_kwargs=extra)
+    if kind == "tool":
+        return ToolMessage(
+            content="r", tool_call_id=draw(st.sampled_from(["", "c1"])), id=ident,
+            additional_kwargs=extra,
+        )  # fmt: skip
+    calls = [
+        {"name": "f", "args": {}, "id": draw(st.sampled_from([None, "", "c1", "c2"]))}
+        for _ in range(draw(st.integers(0, 2)))
+    ]
+    if draw(st.booleans()):
+        extra["function_call"] = {"name": "g", "arguments": "{}"}
+    options: dict[str, Any] = {}
+    if draw(st.booleans()):
+        options["function_call"] = {"name": "h", "arguments": "{}"}  # a pydantic extra
+    return AIMessage(
+        content=content, tool_calls=calls, id=ident, additional_kwargs=extra, **options
+    )
+
+
+@PROPERTY
+@given(st.lists(_langchain_messages(), min_size=1, max_size=6))
+def test_the_langchain_class_readers_are_the_general_reader(messages: list[Any]) -> None:
+    """``read_view`` reads LangChain's own message classes by a reader per class; for every
+    shape of them (odd ones fall back to the rest of ``read_view``) it gives the view the
+    format's own reader gives."""
+    for message in messages:
+        assert read_view(message) == general_view(message)

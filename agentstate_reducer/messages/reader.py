@@ -454,8 +454,15 @@ def read_view(msg: Any) -> MessageView:
     Raises:
         TypeError: ``msg`` is not a message.
     """
+    cls = type(msg)
+    if cls is not dict:
+        fast = _LANGCHAIN_READERS.get(cls, _UNSEEN)
+        if fast is _UNSEEN:
+            fast = _langchain_reader(cls)
+        if fast is not None and (view := fast(msg)) is not None:
+            return view
     role_keyed = False
-    if type(msg) is dict:
+    if cls is dict:
         fields: Any = msg
         raw = msg.get("role")
         if raw is None:
@@ -586,6 +593,98 @@ def read_view(msg: Any) -> MessageView:
 
 #: ``tuple.__new__``: builds a view without the Python frame of ``MessageView.__new__``.
 _new = tuple.__new__
+
+
+# -- LangChain's own message classes, read without the checks other objects need ----------
+#
+# Invariant: each reader below returns exactly what the rest of read_view returns for an
+# instance of its class, or None when the instance is not in the plain shape it reads (then
+# read_view goes on as for any object). tests/test_format_properties.py and
+# tests/test_formats.py hold read_view equal to general_view for every message of every
+# format, LangChain's included.
+
+
+def _langchain_human(msg: Any) -> MessageView | None:
+    ident = msg.id
+    extra = msg.additional_kwargs
+    if (
+        msg.type != "human"
+        or (ident is not None and type(ident) is not str)
+        or type(extra) is not dict
+        or type(msg.content) is not str  # blocks may hold tool results
+    ):
+        return None
+    summary = bool(extra) and extra.get("lc_source") in _BLOCK_SOURCES
+    return _new(MessageView, (HUMAN, ident or None, (), None, summary, (), CHAT, 0, False, ()))
+
+
+def _langchain_tool(msg: Any) -> MessageView | None:
+    ident = msg.id
+    extra = msg.additional_kwargs
+    answered = msg.tool_call_id
+    if (
+        msg.type != "tool"
+        or (ident is not None and type(ident) is not str)
+        or type(extra) is not dict
+        or (answered is not None and type(answered) is not str)
+    ):
+        return None
+    summary = bool(extra) and extra.get("lc_source") in _BLOCK_SOURCES
+    answered = answered or None
+    answers = (answered,) if answered else ()
+    return _new(
+        MessageView, (TOOL, ident or None, (), answered, summary, answers, CHAT, 0, False, ())
+    )
+
+
+def _langchain_ai(msg: Any) -> MessageView | None:
+    ident = msg.id
+    extra = msg.additional_kwargs
+    calls = msg.tool_calls
+    if (
+        msg.type != "ai"
+        or (ident is not None and type(ident) is not str)
+        or type(extra) is not dict
+        or type(msg.content) is not str  # blocks: calls, thinking
+        or type(calls) is not list
+        or msg.__pydantic_extra__  # may hold a legacy function_call
+        or (extra and ("tool_calls" in extra or "function_call" in extra))
+    ):
+        return None
+    ids: list[str] = []
+    for call in calls:
+        if type(call) is not dict:
+            return None
+        call_id = call.get("id")
+        if call_id is not None and type(call_id) is not str:
+            return None
+        if call_id:
+            ids.append(call_id)
+    summary = bool(extra) and extra.get("lc_source") in _BLOCK_SOURCES
+    return _new(
+        MessageView, (AI, ident or None, tuple(ids), None, summary, (), CHAT, 0, False, ())
+    )
+
+
+_UNSEEN: Any = object()
+#: Per class: its reader above (LangChain's own message classes, not their subclasses), or
+#: None for any other class.
+_LANGCHAIN_READERS: dict[type, Any] = {}
+_LANGCHAIN_CLASSES = {
+    "HumanMessage": _langchain_human,
+    "AIMessage": _langchain_ai,
+    "ToolMessage": _langchain_tool,
+}
+
+
+def _langchain_reader(cls: type) -> Any:
+    """The reader of ``cls`` when it is one of LangChain's own message classes, else None
+    (remembered per class)."""
+    reader = None
+    if cls.__module__.startswith("langchain_core.messages."):
+        reader = _LANGCHAIN_CLASSES.get(cls.__name__)
+    _LANGCHAIN_READERS[cls] = reader
+    return reader
 
 
 def general_view(msg: Any) -> MessageView:
