@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import agentstate_reducer.messages.chat as chat
@@ -456,7 +456,7 @@ def read_view(msg: Any) -> MessageView:
     """
     cls = type(msg)
     if cls is not dict:
-        fast = _LANGCHAIN_READERS.get(cls, _UNSEEN)
+        fast: _ClassReader | None = _LANGCHAIN_READERS.get(cls, _UNSEEN)
         if fast is _UNSEEN:
             fast = _langchain_reader(cls)
         if fast is not None and (view := fast(msg)) is not None:
@@ -661,23 +661,22 @@ def _langchain_ai(msg: Any) -> MessageView | None:
         if call_id:
             ids.append(call_id)
     summary = bool(extra) and extra.get("lc_source") in _BLOCK_SOURCES
-    return _new(
-        MessageView, (AI, ident or None, tuple(ids), None, summary, (), CHAT, 0, False, ())
-    )
+    return _new(MessageView, (AI, ident or None, tuple(ids), None, summary, (), CHAT, 0, False, ()))
 
 
+_ClassReader = Callable[[Any], "MessageView | None"]
 _UNSEEN: Any = object()
 #: Per class: its reader above (LangChain's own message classes, not their subclasses), or
 #: None for any other class.
-_LANGCHAIN_READERS: dict[type, Any] = {}
-_LANGCHAIN_CLASSES = {
+_LANGCHAIN_READERS: dict[type, _ClassReader | None] = {}
+_LANGCHAIN_CLASSES: dict[str, _ClassReader] = {
     "HumanMessage": _langchain_human,
     "AIMessage": _langchain_ai,
     "ToolMessage": _langchain_tool,
 }
 
 
-def _langchain_reader(cls: type) -> Any:
+def _langchain_reader(cls: type) -> _ClassReader | None:
     """The reader of ``cls`` when it is one of LangChain's own message classes, else None
     (remembered per class)."""
     reader = None
