@@ -38,6 +38,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -48,6 +49,7 @@ DEFAULT_URL = "redis://127.0.0.1:6379/0"
 NEEDED_MODULES = {"search": "RediSearch", "rejson": "RedisJSON"}
 """The modules the savers need, by the name ``MODULE LIST`` gives (lower-cased)."""
 START_TIMEOUT = 30.0
+START_ATTEMPTS = 3
 
 
 class Unavailable(Exception):
@@ -140,7 +142,11 @@ def _openssl_stubs(server: Path) -> Path | None:
             raise Unavailable(f"building the OpenSSL stub {library} failed: {proc.stderr[-2000:]}")
     with contextlib.suppress(OSError):  # another session cached it first: use theirs
         build.rename(cached)
-    return cached if cached.is_dir() else build
+    # A cache directory left without both libraries (damaged, or by an older layout) is not
+    # used: its server would exit unable to load libssl.so.1.1. This session's build is.
+    if (cached / "libssl.so.1.1").is_file() and (cached / "libcrypto.so.1.1").is_file():
+        return cached
+    return build
 
 
 def _free_port() -> int:
@@ -149,43 +155,44 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@contextlib.contextmanager
-def _bundled_server(workdir: Path) -> Iterator[str]:
-    """The bundled Redis Stack server on a free loopback port, for the ``with`` block."""
+class _PortTaken(Unavailable):
+    """The server could not bind the port it was given (taken since ``_free_port``)."""
+
+
+def _start(root: Path, env: dict[str, str], workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Start the bundled server on a free loopback port and wait until it answers.
+
+    Raises:
+        _PortTaken: Another process bound the port between ``_free_port`` and the server.
+        Unavailable: The server exited or did not answer in time (it is stopped then).
+    """
     import redis
 
-    root = _bundled()
-    server = root / "bin" / "redis-server"
-    stubs = _openssl_stubs(server)
-    env = dict(os.environ)
-    if stubs is not None:
-        env["LD_LIBRARY_PATH"] = os.pathsep.join(
-            p for p in (str(stubs), env.get("LD_LIBRARY_PATH", "")) if p
-        )
     port = _free_port()
-    log = workdir / "redis.log"
+    log = workdir / f"redis-{port}.log"
     process = subprocess.Popen(
-        [str(server), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--dir", str(workdir), "--logfile", str(log),
+        [str(root / "bin" / "redis-server"), "--port", str(port), "--bind", "127.0.0.1",
+         "--save", "", "--appendonly", "no", "--dir", str(workdir), "--logfile", str(log),
          "--loadmodule", str(root / "lib" / "rejson.so"),
          "--loadmodule", str(root / "lib" / "redisearch.so")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )  # fmt: skip
     url = f"redis://127.0.0.1:{port}/0"
+    deadline = time.monotonic() + START_TIMEOUT
     try:
-        deadline = time.monotonic() + START_TIMEOUT
         while True:
             if process.poll() is not None:
                 output = process.stdout.read().decode(errors="replace") if process.stdout else ""
                 logged = log.read_text(errors="replace") if log.exists() else ""
-                raise Unavailable(
+                kind = _PortTaken if "Address already in use" in logged else Unavailable
+                raise kind(
                     f"the bundled Redis Stack server exited ({process.returncode}): "
                     f"{(output + logged)[-2000:]}"
                 )
             try:
                 with redis.Redis.from_url(url, socket_connect_timeout=1) as client:
                     client.ping()
-                break
+                return process, url
             except redis.RedisError:
                 if time.monotonic() > deadline:
                     raise Unavailable(
@@ -193,22 +200,53 @@ def _bundled_server(workdir: Path) -> Iterator[str]:
                         f"within {START_TIMEOUT:.0f}s"
                     ) from None
                 time.sleep(0.05)
+    except BaseException:
+        _stop(process)
+        raise
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    if process.stdout:
+        process.stdout.close()
+
+
+@contextlib.contextmanager
+def _bundled_server(workdir: Path) -> Iterator[str]:
+    """The bundled Redis Stack server on a free loopback port, for the ``with`` block.
+
+    The port is free when chosen but the server binds it a moment later, after loading its
+    modules; a process that took it meanwhile (any connection's ephemeral port can) makes
+    the server exit, so the start is tried again on another port, up to START_ATTEMPTS."""
+    root = _bundled()
+    stubs = _openssl_stubs(root / "bin" / "redis-server")
+    env = dict(os.environ)
+    if stubs is not None:
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            p for p in (str(stubs), env.get("LD_LIBRARY_PATH", "")) if p
+        )
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            process, url = _start(root, env, workdir)
+            break
+        except _PortTaken:
+            if attempt == START_ATTEMPTS:
+                raise
+    try:
         reason = missing_modules(url)
         if reason is not None:
             raise Unavailable(reason)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout:
-            process.stdout.close()
+        _stop(process)
 
 
-def _unavailable(reason: str) -> None:
+def _unavailable(reason: str) -> NoReturn:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{reason}; CI=true requires a Redis Stack server (set {REDIS_STACK_URL_ENV})")
     pytest.skip(f"{reason}; set {REDIS_STACK_URL_ENV} to a Redis Stack server to run these tests")
@@ -234,7 +272,6 @@ def redis_stack_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         url = server.__enter__()
     except Unavailable as exc:
         _unavailable(str(exc))
-        return
     try:
         yield url
     finally:
