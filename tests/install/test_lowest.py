@@ -167,6 +167,7 @@ def _test_tools(*, cosmos: bool = False) -> list[str]:
                      True, id="demo"),
     ],
 )  # fmt: skip
+@pytest.mark.timeout(2400)  # a fresh venv, then the core and LangGraph suites (5-7 minutes)
 def test_suites_pass_at_the_lowest_versions(
     dist: Dist,
     make_venv: MakeVenv,
