@@ -330,9 +330,10 @@ class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
     def __init__(self, typ: Any, operator: _BoundedMerge) -> None:
         super().__init__(typ, operator)
         self._view: _View | None = None
-        # The ids of the list this channel stored (or, called directly, returned) last.
-        # An immutable record, replaced whole: copies may share it, and direct calls from
-        # several threads at worst find it describes another list and work the ids out.
+        # The ids of the list this channel stored (or, called directly, returned) last; it
+        # holds that list. Replaced whole, never changed: copies may share it (its id set
+        # is versioned, see _IdSet), and direct calls from several threads at worst find
+        # it describes another list and work the ids out again.
         self._known: _Known | None = None
 
     def __call__(self, existing: Any, update: Any) -> list[Any]:
