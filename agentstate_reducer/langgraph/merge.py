@@ -197,11 +197,17 @@ class _BoundedMerge:
         return self.merge_known(existing, update, ids, None)[0]
 
     def merge_known(
-        self, existing: Any, update: Any, ids: _StepIds | None, known: _Known | None
+        self,
+        existing: Any,
+        update: Any,
+        ids: _StepIds | None,
+        known: _Known | None,
+        owner: object = None,
     ) -> tuple[list[Any], _Known | None]:
         """:meth:`merge`, given what the caller knows of ``existing`` (``known``: a record
         that describes it, or None), and returning the merged list with what is known of
-        it (None: the next merge works it out).
+        it (None: the next merge works it out). ``owner`` stands for the caller: the id
+        sets it made it may change in place (see :class:`_IdSet`).
 
         When ``existing`` is a list of plain messages with ids (known, or found by one
         O(n) scan), ``name_left`` has nothing to do, and an update that only appends new
@@ -211,19 +217,19 @@ class _BoundedMerge:
         if existing is None or update is None:
             return _add_messages(existing, update, format=self.format), None  # its own error
         if known is None and self.format is None:
-            known = _scan(existing)
+            known = _scan(existing, owner)
         if known is None:  # a list to name first, or a format for add_messages to apply
             ids = ids or _StepIds(existing)
             left = ids.name_left(existing)
             return _add_messages(left, ids.name(update, left), format=self.format), None
         # An update of plain messages that all have ids is what ``name`` would return.
-        appended = _append_merge(existing, update, known)
+        appended = _append_merge(existing, update, known, owner)
         if appended is not None:
             return appended
         ids = ids or _StepIds(existing)
         right = ids.name(update, existing, known)
         if right is not update:  # wrapped, converted or named: it may append now
-            appended = _append_merge(existing, right, known)
+            appended = _append_merge(existing, right, known, owner)
             if appended is not None:
                 return appended
         return _add_messages(existing, right), None
@@ -232,10 +238,11 @@ class _BoundedMerge:
         return self.bound_and_view(merged)[0]
 
     def bound_and_view(
-        self, merged: list[Any], known: _Known | None = None
+        self, merged: list[Any], known: _Known | None = None, owner: object = None
     ) -> tuple[list[Any], _View | None, _Known | None]:
         """The list to store, what nodes read instead of it (None: the list itself), and
-        what is known of the stored list, given ``known`` of ``merged`` (None: nothing).
+        what is known of the stored list, given ``known`` of ``merged`` (None: nothing;
+        ``owner`` as for :meth:`merge_known`).
 
         The channel's list is the retry buffer whatever the mode ("raise" fails the
         write): while a hook or summarizer is down it is stored unpruned, and nodes (the
@@ -245,7 +252,7 @@ class _BoundedMerge:
         if error is not None and self.on_prune_error == "raise":
             raise error
         stored = _surviving_with_ids(result, coerce=self.mode == "add_messages", format=self.format)
-        stored_known = None if known is None else _known_after(result, merged, stored, known)
+        stored_known = None if known is None else _known_after(result, merged, stored, known, owner)
         return stored, (self.view(stored) if error is not None else None), stored_known
 
     def view(self, stored: list[Any]) -> _View | None:
@@ -268,11 +275,12 @@ class _BoundedMerge:
         return self.call_known(existing, update, None)[0]
 
     def call_known(
-        self, existing: Any, update: Any, known: _Known | None
+        self, existing: Any, update: Any, known: _Known | None, owner: object = None
     ) -> tuple[list[Any], _Known | None]:
         """Merge one update and bound the result, as LangGraph's channel reducer; ``known``
         is what the caller remembers of the list it stored last (used only when
-        ``existing`` is that list). Returns the stored list and what to remember of it."""
+        ``existing`` is that list; ``owner`` as for :meth:`merge_known`). Returns the
+        stored list and what to remember of it."""
         if existing is None or update is None:
             # add_messages(None, None) returns a partial of itself (its decorator form), which
             # the reducer would then refuse as "not a list"; name the real mistake instead.
@@ -286,8 +294,9 @@ class _BoundedMerge:
                 "a node returned, never None; called directly, pass two lists of messages "
                 "(for example ([], [message]))"
             )
-        merged, merged_known = self.merge_known(existing, update, None, _known_of(known, existing))
-        stored, _, stored_known = self.bound_and_view(merged, merged_known)
+        known = _known_of(known, existing)
+        merged, merged_known = self.merge_known(existing, update, None, known, owner)
+        stored, _, stored_known = self.bound_and_view(merged, merged_known, owner)
         return stored, stored_known
 
 
@@ -335,9 +344,11 @@ class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
         # is versioned, see _IdSet), and direct calls from several threads at worst find
         # it describes another list and work the ids out again.
         self._known: _Known | None = None
+        # Stands for this channel as the owner of the id sets it made (a copy gets its own).
+        self._owner = object()
 
     def __call__(self, existing: Any, update: Any) -> list[Any]:
-        stored, self._known = self.operator.call_known(existing, update, self._known)
+        stored, self._known = self.operator.call_known(existing, update, self._known, self._owner)
         return stored
 
     @override
@@ -386,11 +397,13 @@ class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
                     )
                 merged, overwritten = replacement, True
             elif not overwritten:
-                merged, known = self.operator.merge_known(merged, value, ids, known)
+                merged, known = self.operator.merge_known(merged, value, ids, known, self._owner)
         if overwritten:
             self.value, self._view, self._known = merged, _UNKNOWN, None
         else:
-            self.value, self._view, self._known = self.operator.bound_and_view(merged, known)
+            self.value, self._view, self._known = self.operator.bound_and_view(
+                merged, known, self._owner
+            )
         return True
 
 
@@ -571,18 +584,23 @@ def _surviving_with_ids(
 class _IdSet:
     """The ids of a list the channel produced, kept from one list to the next of a chain.
 
-    Appending to the list adds the new ids to the set in place, and pruning it removes the
-    pruned ones, instead of copying the set (O(len(update)), not O(n), per write). Each
-    change bumps ``version``: a :class:`_Known` record of an older list of the chain (a
-    copy of the channel, a replay) then no longer matches and its ids are worked out
-    again. Read and changed only under ``_id_sets_lock``: copies of a channel, and direct
-    calls from several threads, may share a set.
+    The channel that made the set (``owner``) adds the ids of what it appends to it in
+    place, and removes those of what it prunes, instead of copying the set
+    (O(len(update)), not O(n), per write). Each change bumps ``version``: a
+    :class:`_Known` record of an older list of the chain then no longer matches and its
+    ids are worked out again. A copy of the channel (LangGraph makes one to show a
+    conditional edge the state with a node's writes, and for ``get_state`` previews)
+    shares the record, but extends a copy of the set, so the channel it was copied from
+    keeps its fast path. Ownership only saves copies: correctness rests on the versions.
+    Read and changed only under ``_id_sets_lock``: copies of a channel, and direct calls
+    from several threads, may share a set.
     """
 
-    __slots__ = ("ids", "version")
+    __slots__ = ("ids", "owner", "version")
 
-    def __init__(self, ids: set[str]) -> None:
+    def __init__(self, ids: set[str], owner: object) -> None:
         self.ids = ids
+        self.owner = owner
         self.version = 0
 
 
@@ -652,7 +670,7 @@ def _appendable(messages: list[Any]) -> bool:
     return True
 
 
-def _scan(items: Any) -> _Known | None:
+def _scan(items: Any, owner: object = None) -> _Known | None:
     """A record of ``items`` when it is a list the fast path may extend (a plain list of
     plain messages, each with an id: ``add_messages`` would neither convert nor name any of
     them, and a RemoveMessage stored there is just a message), else None. O(n)."""
@@ -664,13 +682,16 @@ def _scan(items: Any) -> _Known | None:
     ids = set(map(_ID, items))
     if None in ids:
         return None
-    return _Known(items, _IdSet(ids), 0)
+    return _Known(items, _IdSet(ids, owner), 0)
 
 
-def _append_merge(left: list[Any], right: Any, known: _Known) -> tuple[list[Any], _Known] | None:
+def _append_merge(
+    left: list[Any], right: Any, known: _Known, owner: object = None
+) -> tuple[list[Any], _Known] | None:
     """``left + right`` and its record, when that is exactly what ``add_messages(left,
     right)`` returns (with ``format=None``); None when it may not be (the caller falls back
-    to ``add_messages``).
+    to ``add_messages``). The record's id set is ``known``'s, extended in place, if
+    ``owner`` owns it, else an extended copy that ``owner`` owns.
 
     The caller's invariant: ``known`` describes ``left`` (see :class:`_Known`), so
     ``add_messages`` would leave ``left`` as it is. Checked here: ``known``'s ids are
@@ -678,7 +699,8 @@ def _append_merge(left: list[Any], right: Any, known: _Known) -> tuple[list[Any]
     ``RemoveMessage`` (no removal, no ``REMOVE_ALL_MESSAGES``), each with an id (none to
     assign), no id twice (the second would replace the first) and none of ``left``'s (it
     would replace a stored message). Then ``add_messages`` appends each message of
-    ``right``, in order, to a copy of ``left``. O(len(right)) plus the list copy.
+    ``right``, in order, to a copy of ``left``. O(len(right)) plus the list copy (and the
+    id set's copy when it is not ``owner``'s).
     """
     if type(right) is not list:
         return None
@@ -691,18 +713,26 @@ def _append_merge(left: list[Any], right: Any, known: _Known) -> tuple[list[Any]
     with _id_sets_lock:
         if id_set.version != known.version or not id_set.ids.isdisjoint(new_ids):
             return None
-        id_set.ids |= new_ids
-        id_set.version += 1
+        if id_set.owner is owner:
+            id_set.ids |= new_ids
+            id_set.version += 1
+        else:
+            id_set = _IdSet(id_set.ids | new_ids, owner)
         version = id_set.version
     merged = left + right
     return merged, _Known(merged, id_set, version)
 
 
 def _known_after(
-    result: ReducerResult, merged: list[Any], stored: list[Any], known: _Known
+    result: ReducerResult,
+    merged: list[Any],
+    stored: list[Any],
+    known: _Known,
+    owner: object = None,
 ) -> _Known | None:
     """The record of ``stored``, the list the reduce of ``merged`` left, from ``known``, the
-    record of ``merged``; None when it cannot be had cheaply (the next merge scans).
+    record of ``merged``; None when it cannot be had cheaply (the next merge scans). Its
+    id set is changed in place only if ``owner`` owns it (see :class:`_IdSet`).
 
     By the result's contract, when the reduce rewrote and injected nothing, ``stored``
     holds ``merged``'s messages as given but for the ``pruned`` ones. Kept as given (the
@@ -721,8 +751,12 @@ def _known_after(
     with _id_sets_lock:
         if id_set.version != known.version or len(id_set.ids) != len(merged):
             return None  # changed since, or an id twice: pruning one copy keeps the id
-        id_set.ids.difference_update(getattr(m, "id", None) for m in result.pruned)
-        id_set.version += 1
+        pruned_ids = [getattr(m, "id", None) for m in result.pruned]
+        if id_set.owner is owner:
+            id_set.ids.difference_update(pruned_ids)
+            id_set.version += 1
+        else:
+            id_set = _IdSet(id_set.ids.difference(pruned_ids), owner)
         if len(id_set.ids) != len(stored):
             return None
         return _Known(stored, id_set, id_set.version)

@@ -14,7 +14,7 @@ import copy
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Annotated, Any
 from unittest import mock
 
 import pytest
@@ -229,23 +229,31 @@ def test_a_list_changed_in_place_is_not_taken_for_the_stored_one() -> None:
     assert [(m.id, m.content) for m in after] == [("s", "s"), ("x", "edit")]
 
 
-def test_a_copy_that_extended_the_list_first_leaves_the_other_exact() -> None:
-    """Two channels sharing a record (``copy()``, as LangGraph's previews make): the one
-    that appends second finds the shared id set moved on and works the ids out again, so
-    an id the first appended is no obstacle for it and an edit of its own list still
-    replaces."""
+@pytest.mark.parametrize("copy_first", [True, False])
+def test_channels_sharing_a_record_each_merge_exactly(copy_first: bool) -> None:
+    """A channel and its ``copy()`` (LangGraph makes one for a conditional edge and for
+    ``get_state`` previews) share the record of the stored list; whichever appends
+    second still merges into its own list exactly: an id the other appended is no
+    obstacle, and an edit by id replaces. (The copy extends a copy of the id set; the
+    channel that made the set extends it in place, and the copy's record goes stale.)"""
     spec = MessageReducer(max_messages=None).as_langgraph_reducer()
     channel = spec.from_checkpoint([])
     channel.update([[SystemMessage("s", id="s"), HumanMessage("hi", id="h0")]])
     preview = channel.copy()
-    preview.update([[AIMessage("preview", id="a0")]])
-    channel.update([[AIMessage("real", id="a0"), HumanMessage("edit", id="h0")]])
-    assert [(m.id, m.content) for m in channel.get()] == [
+    first, second = (preview, channel) if copy_first else (channel, preview)
+    first.update([[AIMessage("first", id="a0")]])
+    second.update([[AIMessage("second", id="a0"), HumanMessage("edit", id="h0")]])
+    assert [(m.id, m.content) for m in first.get()] == [("s", "s"), ("h0", "hi"), ("a0", "first")]
+    assert [(m.id, m.content) for m in second.get()] == [
         ("s", "s"),
         ("h0", "edit"),
-        ("a0", "real"),
+        ("a0", "second"),
     ]
-    assert [m.id for m in preview.get()] == ["s", "h0", "a0"]
+    # Each goes on appending exactly.
+    for target in (first, second):
+        target.update([[HumanMessage("next", id="h1"), AIMessage("again", id="a0")]])
+        assert [m.id for m in target.get()] == ["s", "h0", "a0", "h1"]
+        assert target.get()[2].content == "again"
 
 
 _windows = st.sampled_from([None, (1, 3), (2, 5), (3, 8)])
@@ -273,7 +281,7 @@ def _config(window: tuple[int, int] | None, summarize: bool) -> ReducerConfig:
 def slow_path() -> Iterator[None]:
     """The channel without the fast path: no list scans as known, so every merge names the
     stored list and goes through ``add_messages``, as before the fast path."""
-    with mock.patch.object(merge_module, "_scan", lambda items: None):
+    with mock.patch.object(merge_module, "_scan", lambda items, owner=None: None):
         yield
 
 
@@ -375,9 +383,9 @@ def test_a_long_chat_is_the_same_with_and_without_the_fast_path(summarize: bool)
     real_scan = merge_module._scan
     scans: list[int] = []
 
-    def counting_scans(items: Any) -> Any:
+    def counting_scans(items: Any, owner: object = None) -> Any:
         scans.append(len(items))
-        return real_scan(items)
+        return real_scan(items, owner)
 
     with (
         mock.patch.object(merge_module, "_append_merge", counting),
@@ -390,20 +398,85 @@ def test_a_long_chat_is_the_same_with_and_without_the_fast_path(summarize: bool)
     assert len(scans) == 1 if not summarize else 1 < len(scans) < 30
 
 
-def test_a_copy_that_pruned_the_list_first_leaves_the_other_exact() -> None:
-    """A copy (a ``get_state`` preview) whose write made the reducer prune removes the
-    pruned ids from the shared id set; the channel it was copied from still stores those
-    messages, so a write editing one of them there must replace it, not append a twin."""
+@pytest.mark.parametrize("copy_first", [True, False])
+def test_a_prune_in_one_channel_leaves_the_other_exact(copy_first: bool) -> None:
+    """A channel and its copy share the record of the stored list; a write that makes the
+    reducer prune in one of them removes ids from its id set only: the other still stores
+    those messages, and a write editing one of them there replaces it, not appends a
+    twin."""
     spec = MessageReducer(min_messages=2, max_messages=4).as_langgraph_reducer()
     channel = spec.from_checkpoint([])
     channel.update([[HumanMessage(f"m{n}", id=f"m{n}") for n in range(4)]])
     preview = channel.copy()
-    preview.update([[HumanMessage("more", id="x0"), HumanMessage("more", id="x1")]])
-    assert [m.id for m in preview.get()] == ["m0", "x0", "x1"]  # the first is preserved
-    channel.update([[HumanMessage("edited", id="m1")]])
-    assert [(m.id, m.content) for m in channel.get()] == [
+    pruning, editing = (preview, channel) if copy_first else (channel, preview)
+    pruning.update([[HumanMessage("more", id="x0"), HumanMessage("more", id="x1")]])
+    assert [m.id for m in pruning.get()] == ["m0", "x0", "x1"]  # the first is preserved
+    editing.update([[HumanMessage("edited", id="m1")]])
+    assert [(m.id, m.content) for m in editing.get()] == [
         ("m0", "m0"),
         ("m1", "edited"),
         ("m2", "m2"),
         ("m3", "m3"),
     ]
+    pruning.update([[HumanMessage("edited", id="x0")]])
+    assert [(m.id, m.content) for m in pruning.get()] == [
+        ("m0", "m0"),
+        ("x0", "edited"),
+        ("x1", "more"),
+    ]
+
+
+def test_a_conditional_edge_costs_the_channel_neither_a_scan_nor_add_messages() -> None:
+    """In a graph whose conditional edge reads the state with a node's writes (LangGraph
+    applies them to a copy of the channel first), every write after the first of each run
+    (the list loaded from the checkpoint is scanned once) takes the fast path: no scan
+    and no ``add_messages`` call."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    reducer = MessageReducer(min_messages=6, max_messages=12)
+
+    # The functional form: evaluated here, where ``reducer`` is (annotations are strings).
+    State = TypedDict(  # noqa: UP013
+        "State", {"messages": Annotated[list[Any], reducer.as_langgraph_reducer()], "turn": int}
+    )
+
+    def node(state: Any) -> dict[str, Any]:
+        n = state["turn"]
+        return {"messages": [AIMessage(f"a{n}", id=f"a{n}"), AIMessage("no id")], "turn": n + 1}
+
+    builder = StateGraph(State)
+    builder.add_node("a", node)
+    builder.add_node("b", node)
+    builder.add_edge(START, "a")
+    builder.add_conditional_edges("a", lambda s: "b" if s["turn"] % 3 else END)
+    builder.add_edge("b", "a")
+    graph = builder.compile(checkpointer=InMemorySaver())
+
+    scans: list[int] = []
+    slow: list[int] = []
+    real_scan, real_add = merge_module._scan, merge_module._add_messages
+
+    def counting_scan(items: Any, owner: object = None) -> Any:
+        scans.append(len(items))
+        return real_scan(items, owner)
+
+    def counting_add(*args: Any, **kwargs: Any) -> Any:
+        slow.append(1)
+        return real_add(*args, **kwargs)
+
+    config = {"configurable": {"thread_id": "t"}}
+    turn = 0
+    with (
+        mock.patch.object(merge_module, "_scan", counting_scan),
+        mock.patch.object(merge_module, "_add_messages", counting_add),
+    ):
+        for run in range(3):
+            out = graph.invoke(
+                {"messages": [HumanMessage(f"q{run}", id=f"q{run}")], "turn": turn}, config
+            )  # type: ignore[arg-type]
+            turn = out["turn"]
+    assert len(scans) == 3
+    assert slow == []
+    assert [m.id for m in out["messages"]][-2:-1] == [f"a{turn - 1}"]
