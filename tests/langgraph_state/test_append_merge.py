@@ -155,8 +155,10 @@ def fast_or_slow(left: Any, right: Any) -> list[Any]:
 
 
 @EXAMPLES
-@given(stored=_stored, update=_updates)
-def test_the_append_fast_path_is_add_messages(stored: list[Any], update: Any) -> None:
+@given(stored=_stored, update=_updates, another_owner=st.booleans())
+def test_the_append_fast_path_is_add_messages(
+    stored: list[Any], update: Any, another_owner: bool
+) -> None:
     """Property: for any stored list and update (messages with and without ids, ids twice
     in the update or already stored, removals of present and absent ids, REMOVE_ALL,
     dicts, tuples, strings and chunks add_messages converts, AI messages with tool calls),
@@ -164,8 +166,9 @@ def test_the_append_fast_path_is_add_messages(stored: list[Any], update: Any) ->
     messages of the same types and ids) without raising, and the record it returns
     describes that list with exactly its ids; and the merge rule that uses it gives what
     ``add_messages`` gives (ids add_messages generates compared as generated), raising
-    the same error type where it raises. (Fresh objects per side: add_messages names
-    id-less messages in place.)"""
+    the same error type where it raises. Called for another owner than the id set's, it
+    leaves that set as it was. (Fresh objects per side: add_messages names id-less
+    messages in place.)"""
     left_a = [build(recipe, []) for recipe in stored]
     left_b = [build(recipe, []) for recipe in stored]
     expected = outcome(add_messages, left_a, build_update(update, left_a))
@@ -174,7 +177,12 @@ def test_the_append_fast_path_is_add_messages(stored: list[Any], update: Any) ->
     appended = None
     if known is not None:
         assert known.id_set.ids == {m.id for m in left_b}
-        appended = merge_module._append_merge(left_b, build_update(update, left_b), known)
+        owner = object() if another_owner else None  # _scan's set is owned by None
+        right = build_update(update, left_b)
+        appended = merge_module._append_merge(left_b, right, known, owner)
+        if another_owner:
+            assert known.id_set.ids == {m.id for m in left_b}
+            assert known.id_set.version == known.version
     event(f"the list scans: {known is not None}; fast path: {appended is not None}")
     if appended is not None:
         merged, record = appended
