@@ -194,20 +194,55 @@ class _BoundedMerge:
     def merge(self, existing: Any, update: Any, ids: _StepIds | None = None) -> list[Any]:
         """Merge one update; ``ids`` names the id-less messages of the super-step's
         updates (a fresh one per call when None: the update is a step of its own)."""
-        if self.mode == "add_messages":
-            if existing is None or update is None:
-                return _add_messages(existing, update, format=self.format)  # its own error
-            if ids is None:
-                ids = _StepIds(existing)
+        return self.merge_known(existing, update, ids, None)[0]
+
+    def merge_known(
+        self,
+        existing: Any,
+        update: Any,
+        ids: _StepIds | None,
+        known: _Known | None,
+        owner: object = None,
+    ) -> tuple[list[Any], _Known | None]:
+        """:meth:`merge`, given what the caller knows of ``existing`` (``known``: a record
+        that describes it, or None), and returning the merged list with what is known of
+        it (None: the next merge works it out). ``owner`` stands for the caller: the id
+        sets it made it may change in place (see :class:`_IdSet`).
+
+        When ``existing`` is a list of plain messages with ids (known, or found by one
+        O(n) scan), ``name_left`` has nothing to do, and an update that only appends new
+        messages skips ``add_messages``: :func:`_append_merge` returns what it would."""
+        if self.mode != "add_messages":
+            return _append(existing, update), None
+        if existing is None or update is None:
+            return _add_messages(existing, update, format=self.format), None  # its own error
+        if known is None and self.format is None:
+            known = _scan(existing, owner)
+        if known is None:  # a list to name first, or a format for add_messages to apply
+            ids = ids or _StepIds(existing)
             left = ids.name_left(existing)
-            return _add_messages(left, ids.name(update, left), format=self.format)
-        return _append(existing, update)
+            return _add_messages(left, ids.name(update, left), format=self.format), None
+        # An update of plain messages that all have ids is what ``name`` would return.
+        appended = _append_merge(existing, update, known, owner)
+        if appended is not None:
+            return appended
+        ids = ids or _StepIds(existing)
+        right = ids.name(update, existing, known)
+        if right is not update:  # wrapped, converted or named: it may append now
+            appended = _append_merge(existing, right, known, owner)
+            if appended is not None:
+                return appended
+        return _add_messages(existing, right), None
 
     def bound(self, merged: list[Any]) -> list[Any]:
         return self.bound_and_view(merged)[0]
 
-    def bound_and_view(self, merged: list[Any]) -> tuple[list[Any], _View | None]:
-        """The list to store, and what nodes read instead of it (None: the list itself).
+    def bound_and_view(
+        self, merged: list[Any], known: _Known | None = None, owner: object = None
+    ) -> tuple[list[Any], _View | None, _Known | None]:
+        """The list to store, what nodes read instead of it (None: the list itself), and
+        what is known of the stored list, given ``known`` of ``merged`` (None: nothing;
+        ``owner`` as for :meth:`merge_known`).
 
         The channel's list is the retry buffer whatever the mode ("raise" fails the
         write): while a hook or summarizer is down it is stored unpruned, and nodes (the
@@ -217,7 +252,8 @@ class _BoundedMerge:
         if error is not None and self.on_prune_error == "raise":
             raise error
         stored = _surviving_with_ids(result, coerce=self.mode == "add_messages", format=self.format)
-        return stored, (self.view(stored) if error is not None else None)
+        stored_known = None if known is None else _known_after(result, merged, stored, known, owner)
+        return stored, (self.view(stored) if error is not None else None), stored_known
 
     def view(self, stored: list[Any]) -> _View | None:
         """The reducer's view of ``stored`` (what a model may be sent), or None when that
@@ -236,6 +272,15 @@ class _BoundedMerge:
         return _View(result.surviving, rewrites)
 
     def __call__(self, existing: Any, update: Any) -> list[Any]:
+        return self.call_known(existing, update, None)[0]
+
+    def call_known(
+        self, existing: Any, update: Any, known: _Known | None, owner: object = None
+    ) -> tuple[list[Any], _Known | None]:
+        """Merge one update and bound the result, as LangGraph's channel reducer; ``known``
+        is what the caller remembers of the list it stored last (used only when
+        ``existing`` is that list; ``owner`` as for :meth:`merge_known`). Returns the
+        stored list and what to remember of it."""
         if existing is None or update is None:
             # add_messages(None, None) returns a partial of itself (its decorator form), which
             # the reducer would then refuse as "not a list"; name the real mistake instead.
@@ -249,7 +294,10 @@ class _BoundedMerge:
                 "a node returned, never None; called directly, pass two lists of messages "
                 "(for example ([], [message]))"
             )
-        return self.bound(self.merge(existing, update))
+        known = _known_of(known, existing)
+        merged, merged_known = self.merge_known(existing, update, None, known, owner)
+        stored, _, stored_known = self.bound_and_view(merged, merged_known, owner)
+        return stored, stored_known
 
 
 class _View(NamedTuple):
@@ -291,14 +339,23 @@ class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
     def __init__(self, typ: Any, operator: _BoundedMerge) -> None:
         super().__init__(typ, operator)
         self._view: _View | None = None
+        # The ids of the list this channel stored (or, called directly, returned) last; it
+        # holds that list. Replaced whole, never changed: copies may share it (its id set
+        # is versioned, see _IdSet), and direct calls from several threads at worst find
+        # it describes another list and work the ids out again.
+        self._known: _Known | None = None
+        # Stands for this channel as the owner of the id sets it made (a copy gets its own).
+        self._owner = object()
 
     def __call__(self, existing: Any, update: Any) -> list[Any]:
-        return self.operator(existing, update)
+        stored, self._known = self.operator.call_known(existing, update, self._known, self._owner)
+        return stored
 
     @override
     def copy(self) -> Self:
         clone = super().copy()
         clone._view = self._view
+        clone._known = self._known
         return clone
 
     @override
@@ -324,6 +381,7 @@ class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
         if not values:
             return False
         merged: Any = self.value if isinstance(self.value, list) else []
+        known = _known_of(self._known, merged)
         overwritten = False
         ids = _StepIds(merged)
         view = self._known_view()
@@ -339,11 +397,13 @@ class BoundedMessagesChannel(BinaryOperatorAggregate[list[Any]]):
                     )
                 merged, overwritten = replacement, True
             elif not overwritten:
-                merged = self.operator.merge(merged, value, ids)
+                merged, known = self.operator.merge_known(merged, value, ids, known, self._owner)
         if overwritten:
-            self.value, self._view = merged, _UNKNOWN
+            self.value, self._view, self._known = merged, _UNKNOWN, None
         else:
-            self.value, self._view = self.operator.bound_and_view(merged)
+            self.value, self._view, self._known = self.operator.bound_and_view(
+                merged, known, self._owner
+            )
         return True
 
 
@@ -395,18 +455,18 @@ class _StepIds:
     a saver that stores the write after this merge stores what the node wrote.
     """
 
-    __slots__ = ("_anchor", "_seen")
+    __slots__ = ("_last", "_seen")
 
     def __init__(self, existing: Any) -> None:
-        last = existing[-1] if isinstance(existing, list) and existing else None
-        self._anchor: str | None = None if last is None else id_of(last)
+        # The anchor's message; its id is read only when an id is derived (rarely needed).
+        self._last: Any = existing[-1] if isinstance(existing, list) and existing else None
         self._seen: dict[str, int] = {}  # a plain dict: one is made at every write
 
-    def name(self, update: Any, existing: list[Any]) -> list[Any]:
+    def name(self, update: Any, existing: list[Any], known: _Known | None = None) -> list[Any]:
         """``update`` as messages (coerced as ``add_messages`` coerces it), every one with
-        an id that no message of ``existing`` has."""
+        an id that no message of ``existing`` has (``known``: a record of ``existing``)."""
         right = _coerce(update if isinstance(update, list) else [update])
-        if all(m.id is not None for m in right):
+        if None not in map(_ID, right):
             return right
         digest = hashlib.sha256()
         for message in right:
@@ -414,7 +474,10 @@ class _StepIds:
         write = digest.hexdigest()
         occurrence = self._seen.get(write, 0)
         self._seen[write] = occurrence + 1
-        taken = {m.id for m in existing} | {m.id for m in right if m.id is not None}
+        taken = _ids_now(known)
+        if taken is None:
+            taken = set(map(_ID, existing))
+        taken.update(m.id for m in right if m.id is not None)
         named: list[Any] = []
         for index, message in enumerate(right):
             if message.id is None:
@@ -453,9 +516,10 @@ class _StepIds:
         return named
 
     def _derive(self, name: str) -> str:
-        if self._anchor is None:
+        anchor = None if self._last is None else id_of(self._last)
+        if anchor is None:
             return str(uuid.uuid4())
-        return str(uuid.uuid5(_ID_NAMESPACE, f"{self._anchor}:{name}"))
+        return str(uuid.uuid5(_ID_NAMESPACE, f"{anchor}:{name}"))
 
 
 #: The uuid5 namespace of the ids the channel derives (any fixed uuid would do).
@@ -515,6 +579,187 @@ def _surviving_with_ids(
     replacements = _add_messages([], with_ids, format=format) if coerce else with_ids
     by_identity = {id(old): new for old, new in zip(injected, replacements, strict=True)}
     return [by_identity.get(id(message), message) for message in result.surviving]
+
+
+class _IdSet:
+    """The ids of a list the channel produced, kept from one list to the next of a chain.
+
+    The channel that made the set (``owner``) adds the ids of what it appends to it in
+    place, and removes those of what it prunes, instead of copying the set
+    (O(len(update)), not O(n), per write). Each change bumps ``version``: a
+    :class:`_Known` record of an older list of the chain then no longer matches and its
+    ids are worked out again. A copy of the channel (LangGraph makes one to show a
+    conditional edge the state with a node's writes, and for ``get_state`` previews)
+    shares the record, but extends a copy of the set, so the channel it was copied from
+    keeps its fast path. Ownership only saves copies: correctness rests on the versions.
+    Read and changed only under ``_id_sets_lock``: copies of a channel, and direct calls
+    from several threads, may share a set.
+    """
+
+    __slots__ = ("ids", "owner", "version")
+
+    def __init__(self, ids: set[str], owner: object) -> None:
+        self.ids = ids
+        self.owner = owner
+        self.version = 0
+
+
+_id_sets_lock = threading.Lock()
+
+
+class _Known:
+    """What the channel knows of a list it produced: the ids of its messages.
+
+    Invariant: ``messages`` is a plain list of plain LangChain messages (no chunks: see
+    :func:`_scan`), each with an id, and while ``id_set.version == version``,
+    ``id_set.ids`` is exactly the set of their ids. The record holds the list itself (so
+    another list can never pass for it) with its length and last message: a list a node
+    changed in place (appended to, popped) is not described by it any more. (A message
+    replaced in place at the same position, the list keeping its length and last message,
+    would go unnoticed: LangGraph never does that, and a node doing it changes the state
+    behind LangGraph's back anyway.)
+    """
+
+    __slots__ = ("id_set", "last", "length", "messages", "version")
+
+    def __init__(self, messages: list[Any], id_set: _IdSet, version: int) -> None:
+        self.messages = messages
+        self.length = len(messages)
+        self.last = messages[-1] if messages else None
+        self.id_set = id_set
+        self.version = version
+
+    def describes(self, value: Any) -> bool:
+        """Whether ``value`` is the list this record was made of, as it was then (whether
+        its ids are still those of ``id_set`` is checked under the lock, where used)."""
+        return (
+            value is self.messages
+            and len(value) == self.length
+            and (value[-1] if value else None) is self.last
+        )
+
+
+def _known_of(known: _Known | None, value: Any) -> _Known | None:
+    """``known`` if it describes ``value``, else None."""
+    return known if known is not None and known.describes(value) else None
+
+
+def _ids_now(known: _Known | None) -> set[str] | None:
+    """A copy of the ids ``known`` records, or None when it has none or they have changed."""
+    if known is None:
+        return None
+    id_set = known.id_set
+    with _id_sets_lock:
+        return set(id_set.ids) if id_set.version == known.version else None
+
+
+#: Message types ``add_messages`` appends as they are (a bounded cache: the test walks the
+#: class hierarchy, and a program has few message types).
+_appendable_types: set[type] = set()
+
+
+def _appendable(messages: list[Any]) -> bool:
+    """Whether every item is of a plain message type that removes nothing: a message
+    (``add_messages`` converts anything else), not a chunk (it makes a whole message of
+    one) and not a ``RemoveMessage``."""
+    for kind in set(map(type, messages)) - _appendable_types:
+        if not issubclass(kind, BaseMessage) or issubclass(kind, (BaseMessageChunk, RemoveMessage)):
+            return False
+        if len(_appendable_types) < 64:
+            _appendable_types.add(kind)
+    return True
+
+
+def _scan(items: Any, owner: object = None) -> _Known | None:
+    """A record of ``items`` when it is a list the fast path may extend (a plain list of
+    plain messages, each with an id: ``add_messages`` would neither convert nor name any of
+    them, and a RemoveMessage stored there is just a message), else None. O(n)."""
+    if type(items) is not list:
+        return None
+    for kind in set(map(type, items)):
+        if not issubclass(kind, BaseMessage) or issubclass(kind, BaseMessageChunk):
+            return None
+    ids = set(map(_ID, items))
+    if None in ids:
+        return None
+    return _Known(items, _IdSet(ids, owner), 0)
+
+
+def _append_merge(
+    left: list[Any], right: Any, known: _Known, owner: object = None
+) -> tuple[list[Any], _Known] | None:
+    """``left + right`` and its record, when that is exactly what ``add_messages(left,
+    right)`` returns (with ``format=None``); None when it may not be (the caller falls back
+    to ``add_messages``). The record's id set is ``known``'s, extended in place, if
+    ``owner`` owns it, else an extended copy that ``owner`` owns.
+
+    The caller's invariant: ``known`` describes ``left`` (see :class:`_Known`), so
+    ``add_messages`` would leave ``left`` as it is. Checked here: ``known``'s ids are
+    current, and ``right`` is a list of plain messages (none to convert), none a
+    ``RemoveMessage`` (no removal, no ``REMOVE_ALL_MESSAGES``), each with an id (none to
+    assign), no id twice (the second would replace the first) and none of ``left``'s (it
+    would replace a stored message). Then ``add_messages`` appends each message of
+    ``right``, in order, to a copy of ``left``. O(len(right)) plus the list copy (and the
+    id set's copy when it is not ``owner``'s).
+    """
+    if type(right) is not list:
+        return None
+    if not _appendable_types.issuperset(map(type, right)) and not _appendable(right):
+        return None
+    new_ids = set(map(_ID, right))
+    if None in new_ids or len(new_ids) != len(right):
+        return None
+    id_set = known.id_set
+    with _id_sets_lock:
+        if id_set.version != known.version or not id_set.ids.isdisjoint(new_ids):
+            return None
+        if id_set.owner is owner:
+            id_set.ids |= new_ids
+            id_set.version += 1
+        else:
+            id_set = _IdSet(id_set.ids | new_ids, owner)
+        version = id_set.version
+    merged = left + right
+    return merged, _Known(merged, id_set, version)
+
+
+def _known_after(
+    result: ReducerResult,
+    merged: list[Any],
+    stored: list[Any],
+    known: _Known,
+    owner: object = None,
+) -> _Known | None:
+    """The record of ``stored``, the list the reduce of ``merged`` left, from ``known``, the
+    record of ``merged``; None when it cannot be had cheaply (the next merge scans). Its
+    id set is changed in place only if ``owner`` owns it (see :class:`_IdSet`).
+
+    By the result's contract, when the reduce rewrote and injected nothing, ``stored``
+    holds ``merged``'s messages as given but for the ``pruned`` ones. Kept as given (the
+    lists equal: the same objects, a C-level loop that stops at identity), the ids are
+    the same; pruned (ids all distinct, lengths adding up), they lose the pruned ids.
+    """
+    if result.rewritten or result.summary_messages or result.folded_summaries:
+        return None
+    if not result.pruned:
+        if stored is merged:
+            return known
+        return _Known(stored, known.id_set, known.version) if stored == merged else None
+    if len(stored) + len(result.pruned) != len(merged):
+        return None
+    id_set = known.id_set
+    with _id_sets_lock:
+        if id_set.version != known.version or len(id_set.ids) != len(merged):
+            return None  # changed since, or an id twice: pruning one copy keeps the id
+        pruned_ids = [getattr(m, "id", None) for m in result.pruned]
+        if id_set.owner is owner:
+            id_set.ids.difference_update(pruned_ids)
+            id_set.version += 1
+        else:
+            id_set = _IdSet(id_set.ids.difference(pruned_ids), owner)
+        if len(id_set.ids) != len(stored):
+            return None
+        return _Known(stored, id_set, id_set.version)
 
 
 def _is_remove(message: Any) -> bool:
