@@ -1,8 +1,9 @@
 """The default token estimate's fast path against its plain reference, and its tables.
 
 ``tokens._text_cost`` counts every feature in C-level passes (a pair string read through a
-weight table, one translate per run feature, one split and one dict look-up for the known
-words); ``tokens._text_features`` counts the same features with plain loops and is what
+weight table and added up by ``zlib.adler32``, one translate per run feature, one regex that
+finds the words of seven bytes or more and one dict look-up each for the known words);
+``tokens._text_features`` counts the same features with plain loops and is what
 ``bench/token_accuracy.py --calibrate`` fits the costs on. Their accuracy against
 cl100k_base is in tests/test_token_accuracy.py.
 """
@@ -66,13 +67,22 @@ def test_a_lone_surrogate_is_counted_rather_than_raising() -> None:
     assert tokens.estimate_text_tokens("x\ud83d") >= 2
 
 
-@given(st.integers(min_value=0, max_value=tokens._MAX_WEIGHT))
-def test_every_pair_weight_is_written_as_bits_that_add_back_up(units: int) -> None:
-    """A weight byte's set bits, each counted by its group, add up to the weight."""
-    byte = tokens._weight_byte(units)
-    assert 0 <= byte <= 0xFF
-    read = sum(bin(byte & mask).count("1") * per_bit for mask, per_bit in tokens._WEIGHT_BITS)
-    assert read == units
+@given(st.binary(max_size=3000), st.integers(min_value=0, max_value=tokens._MAX_WEIGHT))
+@example(b"\xff" * 1000, 0xFF)
+def test_adler32_adds_up_any_weights_its_span_allows(data: bytes, heaviest: int) -> None:
+    """The pair weights' sum read from Adler-32 over slices equals the plain sum of the
+    bytes, for any bytes no heavier than the heaviest weight the span is set from."""
+    weights = bytes(min(byte, heaviest) for byte in data)
+    span = (tokens._ADLER_MODULUS - 1) // max(1, heaviest)
+    assert tokens._units(weights, span) == sum(weights)
+
+
+def test_the_span_keeps_the_heaviest_pair_string_below_the_modulus() -> None:
+    """The shipped table's span: that many of its heaviest weight still add up exactly."""
+    tables = tokens._estimate_tables()
+    heaviest = bytes([max(tables.weights)]) * (3 * tables.span + 7)
+    assert tables.span * max(tables.weights) < tokens._ADLER_MODULUS
+    assert tokens._units(heaviest, tables.span) == sum(heaviest)
 
 
 def test_the_weight_table_is_each_pair_bytes_cost() -> None:
@@ -87,15 +97,12 @@ def test_the_weight_table_is_each_pair_bytes_cost() -> None:
             for cost, (_, counts) in zip(costs, tokens._PAIR_FEATURES, strict=True)
             if counts(after, cls)
         )
-        units = sum(
-            bin(weights[pair] & mask).count("1") * per_bit for mask, per_bit in tokens._WEIGHT_BITS
-        )
-        assert units == round(expected * tokens._PAIR_UNIT)
+        assert weights[pair] == round(expected * tokens._PAIR_UNIT)
 
 
 @pytest.mark.parametrize(
     ("costs", "problem"),
-    [((0.1,), "multiples of 1/32"), ((-1 / 32,), "multiples of 1/32"), ((4.0,), "over")],
+    [((0.1,), "multiples of 1/32"), ((-1 / 32,), "multiples of 1/32"), ((8.0,), "over")],
     ids=["off-grid", "negative", "too-high"],
 )
 def test_pair_costs_the_tables_cannot_hold_are_refused(
@@ -147,3 +154,24 @@ def test_the_estimate_rounds_up_and_counts_non_empty_text_as_one_at_least() -> N
     assert tokens.estimate_text_tokens(".") == 1
     text = "Two sentences, 42 numbers. And tabs\there."
     assert tokens.estimate_text_tokens(text) == math.ceil(tokens._text_cost(text))
+
+
+@settings(max_examples=300)
+@given(estimate_texts())
+@example("configuration, 1construction2 and “reconstruction” 12345678 parse_tables")
+@example("")
+@example("abcdefg")
+def test_the_long_words_are_the_words_of_seven_bytes_or_more(text: str) -> None:
+    """The regex that finds the words to look up finds exactly the split's words of seven
+    bytes or more, in order, each with one space before it."""
+    encoded = text.encode("utf-8", "surrogatepass")
+    expected = [b" " + word for word in tokens._words(encoded) if len(word) >= 7]
+    assert tokens._long_words(encoded) == expected
+
+
+def test_every_known_word_is_seven_bytes_long_at_least() -> None:
+    """What lets the fast path look up only the long words: no shorter word is known."""
+    known = tokens._estimate_tables().known
+    assert min(map(len, known)) >= len(b" ") + 7
+    assert all(word.startswith(b" ") for word in known)
+    assert len(known) == len(tokens._known_word_chunks())

@@ -12,10 +12,12 @@ The message framing (``_message_tokens``) is shared with the tiktoken counters
 from __future__ import annotations
 
 import math
+import re
 import typing
 import zlib
 from collections.abc import Callable
 from typing import Any
+from zlib import adler32
 
 from ..messages import Parts, parts_of
 
@@ -33,7 +35,7 @@ TOOL_CALL_OVERHEAD = 3
 # one ``bytes.translate`` that maps each UTF-8 lead byte to its character's class byte and
 # deletes the continuation bytes. Everything after that is a C-level operation on whole strings
 # or on whole numbers (translate, count, split, a dict look-up by ``map``, ``int.from_bytes``,
-# shifts, ``int.bit_count``): no Python code runs per character or per word.
+# shifts, ``zlib.adler32``): no Python code runs per character or per word.
 #
 # A class byte holds the character's class in its low five bits and, in its high three bits,
 # what it is to the character after it (a lower-case letter, an upper-case letter, an accented
@@ -43,9 +45,10 @@ TOOL_CALL_OVERHEAD = 3
 # *pair byte* (the first character follows nothing, and one pair byte more ends the string).
 # Every feature that depends on a character alone, or on it and the one before it (a run of
 # letters starts, a digit follows a space), is a function of the pair byte, and so is the sum
-# of their costs: one 256-byte table holds that sum, in 1/32 tokens, as set bits in five
-# groups that each count a number of units, and the text's cost in those features is read
-# from the set bits of its translated pair string (a few int.bit_count calls). The rest (runs
+# of their costs: one 256-byte table holds that sum, in 1/32 tokens, and the text's cost in
+# those features is the sum of the bytes of its translated pair string, which
+# ``zlib.adler32`` adds up in C (the low half of an Adler-32 started at 0 is the sum of the
+# bytes modulo 65521, exact while the sum stays below it: see :func:`_units`). The rest (runs
 # of letters in chunks of seven, the known words, runs of spaces, a few script details) is
 # one pass each, most of them only when a one-byte search finds what they count.
 
@@ -260,6 +263,26 @@ _DIGIT_BYTES = b"0123456789"
 _TYPOGRAPHIC_LEAD = b"\xe2\x80"  # U+2000..U+203F: quotes, dashes, ellipsis, joiners
 
 
+#: A word of seven bytes or more of :func:`_words`' string, with the space before it: the only
+#: words the list can hold (each of its words has seven letters or more, see
+#: :func:`_known_word_chunks`). The literal space the pattern starts with lets ``re`` jump from
+#: one space to the next (a ``memchr``) and try each word once, so short words cost no object.
+_LONG_WORD = re.compile(rb" [^ ]{7,}")
+
+
+def _long_words(encoded: bytes) -> list[bytes]:
+    """The words of :func:`_words` seven bytes long or more, each with a space before it,
+    in order and with their multiplicity.
+
+    Invariant: ``[b" " + word for word in _words(encoded) if len(word) >= 7]``. ``_words``'
+    string has no whitespace but the space (every byte below ``!`` is a separator), so a
+    word is what lies between two spaces, and the pattern, tried at each space, matches
+    exactly the words of seven bytes or more (its repeat is greedy and stops only at a space
+    or the end). tests/test_estimate.py checks it on hypothesis-drawn text.
+    """
+    return _LONG_WORD.findall(b" " + encoded.translate(_WORD_BYTES, _DIGIT_BYTES))
+
+
 def _words(encoded: bytes) -> list[bytes]:
     """The words of a UTF-8 text that may be in cl100k_base's list (see _WORD_SEPARATORS).
 
@@ -426,32 +449,38 @@ _TOKENS_PER_FEATURE: tuple[float, ...] = (
 class _Tables(typing.NamedTuple):
     """What the fast path reads: the pair weights and the known words' cost."""
 
-    weights: bytes  # per pair byte: its features' cost in 1/32 tokens, as _WEIGHT_BITS say
-    known: dict[bytes, int]  # a word cl100k_base has whole -> the chunks it is spared
+    weights: bytes  # per pair byte: its features' cost in 1/32 tokens
+    known: dict[bytes, int]  # " " + a word cl100k_base has whole -> the chunks it is spared
+    span: int  # the longest pair string whose weights adler32 adds up exactly (see _units)
 
 
 _TABLES: _Tables | None = None
 
-#: How a pair byte's weight (its features' cost, in 1/32 tokens) is written as set bits so
-#: that ``int.bit_count`` can add the weights up: ``(mask, units per set bit)``, five groups
-#: read as one number each (bit 0 counts 1, bit 1 counts 2, bits 2-3 count 4 each, bits 4-5
-#: 12 each, bits 6-7 36 each), so any weight from 0 to 107/32 tokens has one way to be set.
-_WEIGHT_BITS = ((0x01, 1), (0x02, 2), (0x0C, 4), (0x30, 12), (0xC0, 36))
-_MAX_WEIGHT = sum(bin(mask).count("1") * units for mask, units in _WEIGHT_BITS)
+#: The most a pair byte's weight can be, in 1/32 tokens: what a byte holds.
+_MAX_WEIGHT = 0xFF
+#: Adler-32's modulus: the low 16 bits of ``zlib.adler32(data, 0)`` are the sum of ``data``'s
+#: bytes modulo this prime.
+_ADLER_MODULUS = 65521
 
 
-def _weight_byte(units: int) -> int:
-    """``units`` written as :data:`_WEIGHT_BITS` say, the largest groups filled first."""
-    byte = 0
-    for mask, per_bit in reversed(_WEIGHT_BITS):
-        bits = min(bin(mask).count("1"), units // per_bit)
-        units -= bits * per_bit
-        lowest = (mask & -mask).bit_length() - 1
-        byte |= ((1 << bits) - 1) << lowest
-    return byte
+def _units(weights: bytes, span: int) -> int:
+    """The sum of the bytes of ``weights``, by ``zlib.adler32`` over slices of at most
+    ``span`` bytes.
+
+    Invariant: equal to ``sum(weights)`` when no ``span`` bytes of ``weights`` add up to
+    :data:`_ADLER_MODULUS` or more (each slice's sum is then below the modulus, so the
+    modulo leaves it whole): :func:`_estimate_tables` sets the span from the table's
+    heaviest byte so that it holds; tests/test_estimate.py checks it against ``sum``.
+    """
+    if len(weights) <= span:
+        return adler32(weights, 0) & 0xFFFF
+    view = memoryview(weights)
+    return sum(
+        adler32(view[start : start + span], 0) & 0xFFFF for start in range(0, len(weights), span)
+    )
 
 
-#: Masks over the pair string's bytes, long enough for most texts (longer ones make theirs).
+#: The mask over the pair string's bytes, long enough for most texts (longer ones make theirs).
 _MASK_BYTES = 1 << 16
 
 
@@ -460,7 +489,6 @@ def _repeated(byte: int, length: int) -> int:
 
 
 _CONTEXT_MASK = _repeated(0xE0, _MASK_BYTES)
-_WEIGHT_MASKS = tuple((_repeated(mask, _MASK_BYTES), units) for mask, units in _WEIGHT_BITS)
 
 
 def _pair_classes(pair: int) -> tuple[int, int]:
@@ -475,7 +503,7 @@ def _pair_weights(costs: tuple[float, ...]) -> bytes:
 
     Raises:
         ValueError: A cost is not a multiple of 1/32, or a pair byte would cost more than
-            a weight byte holds (107/32 tokens).
+            a weight byte holds (255/32 tokens).
     """
     units = [round(cost * _PAIR_UNIT) for cost in costs]
     if any(unit != cost * _PAIR_UNIT or unit < 0 for unit, cost in zip(units, costs, strict=True)):
@@ -495,7 +523,7 @@ def _pair_weights(costs: tuple[float, ...]) -> bytes:
                 f"pair byte {pair:#04x} costs {total}/{_PAIR_UNIT} tokens, over "
                 f"{_MAX_WEIGHT}/{_PAIR_UNIT}"
             )
-        weights[pair] = _weight_byte(total)
+        weights[pair] = total
     return bytes(weights)
 
 
@@ -517,7 +545,10 @@ def _estimate_tables() -> _Tables:
     global _TABLES
     if _TABLES is None:
         pairs = len(_PAIR_FEATURES)
-        _TABLES = _Tables(_pair_weights(_TOKENS_PER_FEATURE[:pairs]), _known_word_chunks())
+        weights = _pair_weights(_TOKENS_PER_FEATURE[:pairs])
+        span = (_ADLER_MODULUS - 1) // max(1, max(weights))
+        known = {b" " + word: chunks for word, chunks in _known_word_chunks().items()}
+        _TABLES = _Tables(weights, known, span)
     return _TABLES
 
 
@@ -589,36 +620,21 @@ def _text_cost(text: str) -> float:
     else:
         classes = encoded.translate(_CLASS_OF_BYTE, _CONTINUATION_BYTES)
     length = len(classes) + 1
-    if length <= _MASK_BYTES:
-        context_mask, weight_masks = _CONTEXT_MASK, _WEIGHT_MASKS
-    else:
-        context_mask = _repeated(0xE0, length)
-        weight_masks = tuple((_repeated(mask, length), units) for mask, units in _WEIGHT_BITS)
+    context_mask = _CONTEXT_MASK if length <= _MASK_BYTES else _repeated(0xE0, length)
     # Byte i of ``pairs``: the class of character i, and in the high bits what character
     # i - 1 is XOR what character i is (the table knows the latter from the class). XOR
     # rather than masking the class out saves a pass over the number.
     number = int.from_bytes(classes, "little")
     pairs = ((number << 8) & context_mask ^ number).to_bytes(length, "little")
-    weights = int.from_bytes(pairs.translate(tables.weights), "little")
-    # Every set bit counts one unit, and the bits of the higher groups that many more (one
-    # mask fewer than masking each group).
-    _, (twos, _), (fours, _), (twelves, _), (thirty_sixes, _) = weight_masks
-    units = (
-        weights.bit_count()
-        + (weights & twos).bit_count()
-        + 3 * (weights & fours).bit_count()
-        + 11 * (weights & twelves).bit_count()
-        + 35 * (weights & thirty_sixes).bit_count()
-    )
-    cost = units / _PAIR_UNIT
+    cost = _units(pairs.translate(tables.weights), tables.span) / _PAIR_UNIT
     costs = _TOKENS_PER_FEATURE
     first = len(_PAIR_FEATURES)
     lower = classes if ascii_only else classes.translate(_LOWER_RUNS)
     chunks = lower.count(_LETTER_CHUNK)
     if chunks:  # no run of seven letters: no long word, known or not
         # Each word's chunks, known words only (get gives None for the rest): ints, so
-        # sum adds them without floats.
-        chunks -= sum(filter(None, map(tables.known.get, _words(encoded))))
+        # sum adds them without floats. Only long words can be known (see _long_words).
+        chunks -= sum(filter(None, map(tables.known.get, _long_words(encoded))))
         cost += costs[first] * chunks
     if _SPACE_AFTER_BLANK in pairs:
         spaces = classes.translate(_SPACE_RUNS)
