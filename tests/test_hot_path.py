@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from agentstate_reducer import MessageReducer, ReducerConfig
 from agentstate_reducer._calls import drive
-from agentstate_reducer.messages import general_view, read_view
+from agentstate_reducer.messages import general_view, parts_of, read_view
+from agentstate_reducer.messages.plain import plain_parts
 from agentstate_reducer.planner import PlanLimits, PlanState
 from agentstate_reducer.policy import DropOldest
 from agentstate_reducer.tokens import TokenCounter
@@ -256,6 +257,90 @@ def test_the_estimate_cached_by_parts_is_the_estimate(
             except (AttributeError, TypeError, ValueError):
                 continue
         assert counter(edited) == estimate_tokens(edited)
+
+
+def _plain_shapes() -> list[Any]:
+    """Messages the plain path reads, and near misses it must leave to the general path."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    call = {"id": "c1", "name": "f", "args": {"q": "x", "n": 2}, "type": "tool_call"}
+    return [
+        HumanMessage("question", id="h1"),
+        SystemMessage("rules"),
+        AIMessage("", id="a1", tool_calls=[call]),
+        AIMessage("text", tool_calls=[call, {**call, "id": "c2", "args": {}}]),
+        ToolMessage("result", tool_call_id="c1"),
+        AIMessage("", additional_kwargs={"tool_calls": [{**call, "type": "function"}]}),
+        HumanMessage([{"type": "text", "text": "blocks"}]),
+        {"role": "user", "content": "hi", "id": "u1"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "assistant", "content": "x", "tool_calls": [{"id": 3, "name": "f"}]},
+        {"role": "assistant", "content": "x", "tool_calls": ({"id": "c1", "name": "f"},)},
+        {"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": ""}},
+        {"role": "tool", "content": "r", "tool_call_id": "c1"},
+        {"role": "tool", "content": "r", "tool_call_id": 7},
+        {"role": "system", "content": "s", "lc_source": ["odd"]},
+        {"role": "user", "content": "s", "additional_kwargs": {"lc_source": "summarization"}},
+        {"role": ["odd"], "content": "x"},
+        {"role": "user", "content": "x", "data": {}},
+        {"role": "user", "content": "x", "id": 5},
+        {"role": "user", "content": "x", "additional_kwargs": ["odd"]},
+    ]
+
+
+@PROPERTY
+@given(
+    st.lists(st.one_of(any_message(), st.sampled_from(_plain_shapes())), max_size=8),
+    dialogues(),
+    st.sampled_from(WIRE_FORMATS),
+)
+def test_the_plain_parts_are_the_parts_and_only_of_messages(
+    odd: list[Any], elements: list[Any], fmt: str
+) -> None:
+    """Wherever the counter's fast path reads a message's parts, they are ``parts_of``'s,
+    and the message is one (its view reads without raising): for messages of every format
+    and shape, usual and odd (the near misses fall back to the general path)."""
+    messages, _ = render_dialogue(elements, fmt)
+    for message in [*odd, *messages]:
+        parts = plain_parts(message)
+        if parts is not None:
+            read_view(message)
+            assert parts == parts_of(message)
+
+
+def test_the_plain_parts_read_the_usual_messages() -> None:
+    """The fast path is taken where it matters: LangChain messages and Chat dicts with text
+    content and tool calls (so the property above cannot hold by never firing)."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    call = {"id": "c1", "name": "f", "args": {"q": "x"}, "type": "tool_call"}
+    usual = [
+        HumanMessage("q", id="h1"),
+        AIMessage("", id="a1", tool_calls=[call]),
+        ToolMessage("r", tool_call_id="c1"),
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "f", "arguments": '{"q":"x"}'},
+                }
+            ],
+        },
+        {"role": "tool", "content": "r", "tool_call_id": "c1"},
+    ]
+    for message in usual:
+        assert plain_parts(message) == parts_of(message)
+    assert plain_parts(AIMessage("", id="a1", tool_calls=[call])) == ([""], [("f", '{"q":"x"}')], 0)
 
 
 def _reads_calls(message: Any) -> int:

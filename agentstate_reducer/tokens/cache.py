@@ -7,6 +7,7 @@ from typing import Any
 
 from ..messages import CHAT, MessageView, call_parts_of, content_of, parts_of, view_of
 from ..messages import chat as _chat
+from ..messages.plain import plain_parts
 from .counters import CHEAP_COUNTER, resolve_token_counter
 from .estimate import estimate_tokens, parts_tokens
 
@@ -25,11 +26,16 @@ class TokenCounter:
     reads anyway. Invariant: the estimate is a function of those parts alone
     (:func:`~agentstate_reducer.tokens.estimate.parts_tokens`), so a cached count equals a
     fresh ``estimate_tokens(message)`` for every message, with an id or not, edited or not;
-    ``tests/test_tokens.py`` checks it over every format.
+    ``tests/test_tokens.py`` checks it over every format. The parts of a LangChain message or
+    a Chat dict with text content come from
+    :func:`~agentstate_reducer.messages.plain.plain_parts`, which also stands for reading
+    its view (it reads only messages whose view reads without raising); anything else is
+    read as before, its view first (which refuses what is not a message).
     """
 
     def __init__(self, counter: Any = None) -> None:
-        self._count = resolve_token_counter(counter)
+        # The default, resolved without the checks a counter given by the caller needs.
+        self._count = estimate_tokens if counter is None else resolve_token_counter(counter)
         self._by_parts = self._count is estimate_tokens
         # A counter cheaper than its cache key (the built-in "approximate") is not cached:
         # its count is a function of the message alone, so calling it is the cached value.
@@ -50,9 +56,9 @@ class TokenCounter:
         Raises:
             TypeError: The counter returned something other than a non-negative int.
         """
-        if view is None:
-            view = view_of(message, where)
         if self._uncached:
+            if view is None:
+                view_of(message, where)  # refuses what is not a message, naming where
             value = self._count(message)
             if type(value) is not int or value < 0:
                 raise TypeError(
@@ -61,7 +67,12 @@ class TokenCounter:
             return value
         key: tuple[Any, ...] | None = None
         if self._by_parts:
-            texts, made, images = parts = parts_of(message)
+            parts = plain_parts(message)
+            if parts is None:
+                if view is None:
+                    view_of(message, where)  # refuses what is not a message, naming where
+                parts = parts_of(message)
+            texts, made, images = parts
             key = (*texts, "", *made, images)  # "" ends the texts: calls are tuples
             cached = self._cache.get(key)
             if cached is not None:
@@ -69,6 +80,8 @@ class TokenCounter:
             value = parts_tokens(parts)
             self._store(key, value)
             return value
+        if view is None:
+            view = view_of(message, where)
         if view.id is not None:
             # A message of the Chat family (the view says so) is read directly.
             chat_family = view.formats & CHAT
