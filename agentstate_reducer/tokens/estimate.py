@@ -326,9 +326,6 @@ def _marks() -> tuple[bytes, tuple[tuple[bytes, ...], ...]]:
 
 _MARKS_TABLE, _MARKS = _marks()
 _ASCII_BYTES = bytes(range(0x80))
-_NOT_ASCII_LETTERS = bytes(
-    byte for byte in range(256) if byte not in (_class_byte(_LOWER), _class_byte(_UPPER))
-)
 
 #: The scripts of U+0800..U+1FFF (three UTF-8 bytes, class ``_U0800``), told apart by their
 #: first two bytes: cl100k_base has few tokens for most of them, from one token per letter
@@ -646,6 +643,19 @@ def _text_cost(text: str) -> float:
 
 
 _EXTENDED_BYTE = _class_byte(_EXTENDED)
+#: Tables turning the class bytes of ASCII letters, and of extended Latin letters, into 1
+#: and all others into 0: :func:`_units` then counts them (one unit a byte: any length
+#: below the modulus adds up exactly).
+_ASCII_LETTER_ONES = bytes(
+    byte in (_class_byte(_LOWER), _class_byte(_UPPER)) for byte in range(256)
+)
+_EXTENDED_ONES = bytes(byte == _EXTENDED_BYTE for byte in range(256))
+_ONES_SPAN = _ADLER_MODULUS - 1
+#: Per language of :data:`_LANGUAGE_MARKS`: the second bytes its marks' patterns end with in
+#: the marked string (a text holding none of them holds none of its marks), and the patterns.
+_GATED_MARKS = tuple(
+    (frozenset(pattern[1] for pattern in patterns), patterns) for patterns in _MARKS
+)
 _U0800_BYTE = _class_byte(_U0800)
 _U2000_BYTE = _class_byte(_U2000)
 _ASTRAL_BYTE = _class_byte(_ASTRAL)
@@ -658,12 +668,15 @@ def _non_ascii_cost(text: str, encoded: bytes, classes: bytes) -> float:
     index = len(_PAIR_FEATURES) + 3
     cost = 0.0
     if _EXTENDED_BYTE in classes:
-        letters = len(classes.translate(None, _NOT_ASCII_LETTERS))
-        cost += costs[index] * min(letters, _ACCENTED_SHARE * classes.count(_EXTENDED_BYTE))
+        # Counted as sums of 0/1 bytes (a translate and an adler32 each: cheaper than a
+        # delete-translate or a count of one byte).
+        letters = _units(classes.translate(_ASCII_LETTER_ONES), _ONES_SPAN)
+        extended = _units(classes.translate(_EXTENDED_ONES), _ONES_SPAN)
+        cost += costs[index] * min(letters, _ACCENTED_SHARE * extended)
         marked = encoded.translate(_MARKS_TABLE, _ASCII_BYTES)
-        for offset, patterns in enumerate(_MARKS, start=1):
-            marks = sum(map(marked.count, patterns))
-            if marks:
+        for offset, (gate, patterns) in enumerate(_GATED_MARKS, start=1):
+            if any(map(marked.__contains__, gate)):  # no second byte of its marks: none
+                marks = sum(map(marked.count, patterns))
                 cost += costs[index + offset] * min(letters, _MARKED_SHARE * marks)
     index += 1 + len(_LANGUAGE_MARKS)
     if _U0800_BYTE in classes:
