@@ -444,3 +444,65 @@ def test_the_langchain_class_readers_are_the_general_reader(messages: list[Any])
     format's own reader gives."""
     for message in messages:
         assert read_view(message) == general_view(message)
+
+
+@PROPERTY
+@given(st.lists(_langchain_messages(), min_size=1, max_size=6))
+def test_the_plain_parts_of_langchain_messages_are_the_parts(messages: list[Any]) -> None:
+    """The counter's plain path over LangChain's own classes in plain and odd shapes (ids
+    empty or missing, blocks, sources, calls without ids, legacy calls as extra fields):
+    where it reads a message, its parts are ``parts_of``'s and the view reads."""
+    for message in messages:
+        parts = plain_parts(message)
+        if parts is not None:
+            read_view(message)
+            assert parts == parts_of(message)
+
+
+_JSON_LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),  # NaN and the infinities included: JSON's encoder writes them
+    st.text(max_size=8),
+    st.binary(max_size=4),  # not JSON: the default writes its length
+    st.dates(),  # not JSON: the default writes its str
+)
+_JSON_VALUES = st.recursive(
+    _JSON_LEAVES,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(
+            st.one_of(st.text(max_size=5), st.integers(), st.booleans()), inner, max_size=4
+        ),
+        st.dictionaries(st.tuples(st.integers()), inner, min_size=1, max_size=2),  # refused
+    ),
+    max_leaves=12,
+)
+
+
+@PROPERTY
+@given(_JSON_VALUES)
+def test_arguments_are_written_as_the_checked_encoder_writes_them(value: Any) -> None:
+    """The encoder made once (no check for values holding themselves) writes every value
+    as ``json.dumps`` with the reader's options does, or falls back to ``str`` where that
+    raises; a value holding itself is written as before too."""
+    import json
+
+    from agentstate_reducer.messages.base import _plain, as_text
+
+    def expected(value: Any) -> str:
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            return value
+        try:
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_plain)
+        except (TypeError, ValueError):
+            return str(value)
+
+    assert as_text(value) == expected(value)
+    holder: list[Any] = [value]
+    holder.append(holder)
+    assert as_text(holder) == expected(holder)

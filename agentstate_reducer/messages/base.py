@@ -20,7 +20,7 @@ tells a list's format from the list itself.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 HUMAN = "human"
@@ -434,6 +434,13 @@ def as_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
+    if _UNCHECKED_JSON is not None:
+        try:
+            return "".join(_UNCHECKED_JSON(value, 0))
+        except RecursionError:
+            pass  # a value holding itself (or nested too deep): the checked encoder says which
+        except (TypeError, ValueError):
+            return str(value)
     try:
         return _COMPACT_JSON.encode(value)
     except (TypeError, ValueError):
@@ -453,6 +460,31 @@ def _plain(value: Any) -> Any:
 #: What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_plain)``
 #: builds on every call, built once (counting reads every call's arguments as text).
 _COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_plain)
+
+
+def _unchecked_json() -> Callable[[Any, int], list[str]] | None:
+    """The C encoder ``_COMPACT_JSON.encode`` makes on every call (its options, one list of
+    chunks per call), made once and without the check for values that hold themselves
+    (``markers=None``: a shared markers dict would not be safe between threads, nor after
+    an error leaves an entry in it); None where ``json`` has no C accelerator.
+
+    Invariant: ``"".join(encoder(value, 0))`` is ``_COMPACT_JSON.encode(value)`` for every
+    value both encode, and raises what it raises otherwise, but for a value that holds
+    itself, where it raises RecursionError (:func:`as_text` then asks ``_COMPACT_JSON``);
+    tests/test_hot_path.py checks it on hypothesis-drawn values.
+    """
+    from json import encoder
+
+    make = getattr(encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython ships the accelerator
+        return None
+    made: Callable[[Any, int], list[str]] = make(
+        None, _plain, encoder.encode_basestring, None, ":", ",", False, False, True
+    )
+    return made
+
+
+_UNCHECKED_JSON = _unchecked_json()
 
 
 def text_or_none(value: Any) -> str | None:

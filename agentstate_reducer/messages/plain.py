@@ -82,7 +82,7 @@ def plain_parts(msg: Any) -> Parts | None:
     if legacy is not None:
         return None
     if not calls:
-        return Parts([content], [], 0)
+        return _new(Parts, ([content], [], 0))
     if type(calls) is not list:
         return None
     for call in calls:
@@ -91,4 +91,8 @@ def plain_parts(msg: Any) -> Parts | None:
         call_id = call.get("id")
         if call_id is not None and type(call_id) is not str:
             return None
-    return Parts([content], [tool_call_parts(call) for call in calls], 0)
+    return _new(Parts, ([content], [tool_call_parts(call) for call in calls], 0))
+
+
+#: ``tuple.__new__``: builds the parts without the Python frame of ``Parts.__new__``.
+_new = tuple.__new__

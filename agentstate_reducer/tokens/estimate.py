@@ -610,11 +610,12 @@ def _text_cost(text: str) -> float:
     corpus and on hypothesis-drawn text.
     """
     tables = _TABLES or _estimate_tables()
-    encoded = text.encode("utf-8", "surrogatepass")
     ascii_only = text.isascii()
-    if ascii_only:
+    if ascii_only:  # no surrogate to pass: the plain encode, which copies ASCII as it is
+        encoded = text.encode()
         classes = encoded.translate(_CLASS_OF_BYTE)
     else:
+        encoded = text.encode("utf-8", "surrogatepass")
         classes = encoded.translate(_CLASS_OF_BYTE, _CONTINUATION_BYTES)
     length = len(classes) + 1
     context_mask = _CONTEXT_MASK if length <= _MASK_BYTES else _repeated(0xE0, length)
