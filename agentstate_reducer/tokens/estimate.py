@@ -624,7 +624,11 @@ def _text_cost(text: str) -> float:
     # rather than masking the class out saves a pass over the number.
     number = int.from_bytes(classes, "little")
     pairs = ((number << 8) & context_mask ^ number).to_bytes(length, "little")
-    cost = _units(pairs.translate(tables.weights), tables.span) / _PAIR_UNIT
+    weights = pairs.translate(tables.weights)
+    if length <= tables.span:  # _units' common case, without its call
+        cost = (adler32(weights, 0) & 0xFFFF) / _PAIR_UNIT
+    else:
+        cost = _units(weights, tables.span) / _PAIR_UNIT
     costs = _TOKENS_PER_FEATURE
     first = len(_PAIR_FEATURES)
     lower = classes if ascii_only else classes.translate(_LOWER_RUNS)
