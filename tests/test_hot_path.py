@@ -1,7 +1,8 @@
 """The hot path's fast paths against the slow paths they stand for, in every format.
 
 Each fast path states its invariant where it lives (``MessageReducer.reduce``,
-``ReduceContext._take`` and ``_oldest_first``, ``TokenCounter``, ``PlanCache``); the
+``ReduceContext._take`` and ``_oldest_first``, ``TokenCounter`` and the ``plain_parts`` it
+reads messages by, the JSON encoder ``as_text`` makes once, ``PlanCache``); the
 properties below check them: one reducer fed a conversation turn by turn (its remembered
 plan, the no-prune return, the window-only compaction, the pruned list taken in order)
 against a brand-new reducer given each turn's whole list, and against the generator path

@@ -242,7 +242,8 @@ def tool_call_parts(call: Any) -> tuple[str, str]:
     """``(name, arguments-as-text)`` of one tool call, in LangChain or OpenAI form."""
     if type(call) is dict or isinstance(call, Mapping):
         function = call.get("function")
-        if type(function) is dict or isinstance(function, Mapping):
+        # None first: LangChain's calls have no "function", and the Mapping check is slow.
+        if function is not None and (type(function) is dict or isinstance(function, Mapping)):
             return str(function.get("name") or ""), as_text(function.get("arguments"))
         return str(call.get("name") or ""), as_text(call.get("args"))
     return str(getattr(call, "name", "") or ""), as_text(getattr(call, "args", None))
