@@ -11,6 +11,7 @@ objects, or duck-typed objects. Tests compare what comes back against the record
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import json
 from dataclasses import dataclass, field
@@ -808,6 +809,12 @@ def _gemini_object_element(element: Element) -> list[Any]:
     ]
 
 
+#: pydantic-ai stamps each message and part with the time it was made; a fixed one makes two
+#: renders of the same element equal, as every other format's are (what a message says is
+#: its content: fingerprints and the hand-off read no timestamp).
+_PYDANTIC_AI_TIME = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+
+
 def _pydantic_ai_element(element: Element) -> list[Any]:
     """pydantic-ai messages: a request per question or per turn of results, a response per
     model turn (its calls as parts)."""
@@ -826,7 +833,7 @@ def _pydantic_ai_element(element: Element) -> list[Any]:
         content: Any = element.text
         if element.images:
             content = [element.text, *[ImageUrl(url=_IMAGE_URL)] * element.images]
-        return [ModelRequest(parts=[UserPromptPart(content=content)])]
+        return [ModelRequest(parts=[UserPromptPart(content=content, timestamp=_PYDANTIC_AI_TIME)])]
     if element.kind == "reply":
         parts: list[Any] = []
         if element.reasoning:
@@ -834,11 +841,11 @@ def _pydantic_ai_element(element: Element) -> list[Any]:
         if element.text:
             parts.append(TextPart(content=element.text))
         parts += [ToolCallPart(c.name, _args(c), tool_call_id=c.id) for c in element.calls]
-        return [ModelResponse(parts=parts)]
+        return [ModelResponse(parts=parts, timestamp=_PYDANTIC_AI_TIME)]
     return [
         ModelRequest(
             parts=[
-                ToolReturnPart(name, output, tool_call_id=call_id)
+                ToolReturnPart(name, output, tool_call_id=call_id, timestamp=_PYDANTIC_AI_TIME)
                 for call_id, name, output in element.results
             ]
         )

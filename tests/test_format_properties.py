@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentstate_reducer import MessageReducer, ReducerConfig
@@ -334,6 +334,9 @@ def test_the_fast_reader_agrees_with_each_formats_reader(elements: list[Element]
 
 @MANY
 @given(dialogues(), st.sampled_from(WIRE_FORMATS))
+@example(  # the same question and answer twice: equal messages, one fingerprint
+    [Element("question", text="a"), Element("reply", text="a")] * 2, "pydantic_ai"
+)
 def test_fingerprints_tell_the_messages_of_a_dialogue_apart(
     elements: list[Element], fmt: str
 ) -> None:
