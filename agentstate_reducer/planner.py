@@ -918,11 +918,20 @@ class PlanState:
         views = self.views
         reach = _NO_LINK  # the furthest member seq of any group anchored inside the window
         bridge = self._bridge(block=fold)
+        prunable = self._prunable
+        goes = self._goes
+        # Without a thinking opener or a pinned group, _goes is "prunable and not the newest
+        # question": read inline (this loop runs over the window on every prune).
+        plain = anchor == _NO_LINK and self._opener == _NO_LINK
         for end in range(self._start + 1, latest + 1):
             before = end - 1
             if bridge != _NO_LINK and before == bridge + 1:
                 surviving += tokens[bridge]  # the window passes the question: it stays
-            if self._goes(before, pinned, anchor):
+            if (
+                prunable[before] and seq[before] != pinned
+                if plain
+                else goes(before, pinned, anchor)
+            ):
                 surviving -= tokens[before]
                 result = last_result.get(seq[before], _NO_LINK)
                 if result > reach:

@@ -51,6 +51,9 @@ class Reader:
         count = self.counter
         if count is None:
             return views, None
+        direct = count.direct
+        if direct is not None:  # every entry is a message (each has a view)
+            return views, list(map(direct, messages))
         try:
             tokens = [
                 count(message, "", view) for message, view in zip(messages, views, strict=True)

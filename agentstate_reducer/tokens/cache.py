@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..messages import CHAT, MessageView, call_parts_of, content_of, parts_of, view_of
@@ -42,6 +43,14 @@ class TokenCounter:
         self._uncached = bool(getattr(self._count, CHEAP_COUNTER, False))
         self._cache: dict[tuple[Any, ...], int] = {}
         self._lock = threading.Lock()
+
+    @property
+    def direct(self) -> Callable[[Any], int] | None:
+        """The counter itself, when calling it is all this object would do: a built-in
+        counter cheaper than its cache key, which returns an int >= 0 for every message
+        (``"approximate"``). A caller that has read the messages already (so knows they are
+        messages) may map it over them. None otherwise."""
+        return self._count if self._uncached else None
 
     def __call__(
         self, message: Any, where: str = "message", view: MessageView | None = None
