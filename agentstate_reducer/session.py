@@ -3,7 +3,6 @@ by a turn costs work for that turn only."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any, NamedTuple
 
 from .planner import PlanLimits, PlanState
@@ -28,30 +27,36 @@ class Session(NamedTuple):
 
 class PlanCache:
     """One reducer's :class:`Session`. A reduce takes it out while it runs; another reduce
-    meanwhile finds none and plans from scratch. Safe to share between threads."""
+    meanwhile finds none and plans from scratch. Safe to share between threads: the session
+    lives in a one-item list, taken out by ``list.pop`` and put back by a slice assignment,
+    each one atomic (no lock to take twice per reduce)."""
 
     def __init__(self, limits: PlanLimits) -> None:
         self._limits = limits
-        self._session: Session | None = None
-        self._lock = threading.Lock()
+        self._slot: list[Session] = []  # the session, or nothing
 
     def resume(self, combined: list[Any]) -> tuple[PlanState, int]:
         """The remembered plan state (taken out, see :class:`Session`) and how many
         messages it covers, if ``combined`` extends the list it describes; else a fresh
         state and 0."""
-        with self._lock:
-            session, self._session = self._session, None
-        if session is not None:
-            known = len(session.messages)
-            try:
-                same = len(combined) >= known and combined[:known] == session.messages
-            except Exception:  # a message type whose == raises: just start afresh
-                same = False
-            if same:
-                return session.state, known
+        try:
+            session = self._slot.pop()
+        except IndexError:
+            return PlanState(self._limits), 0
+        known = len(session.messages)
+        try:
+            same = len(combined) >= known and combined[:known] == session.messages
+        except Exception:  # a message type whose == raises: just start afresh
+            same = False
+        if same:
+            return session.state, known
         return PlanState(self._limits), 0
 
     def remember(self, state: PlanState, messages: list[Any]) -> None:
         """Keep ``state``, which describes ``messages``, for the next reduce."""
-        with self._lock:
-            self._session = Session(state, list(messages))
+        self._slot[:] = (Session(state, list(messages)),)
+
+    def current(self) -> Session | None:
+        """The session remembered now (left in place), or None."""
+        slot = self._slot
+        return slot[0] if slot else None

@@ -164,7 +164,7 @@ def test_the_no_prune_return_is_the_generator_path(
 
 def _plan_of(reducer: MessageReducer) -> tuple[Any, ...]:
     """The plan state a reducer remembered for its next reduce, field by field."""
-    session = reducer._plans._session
+    session = reducer._plans.current()
     assert session is not None
     state = session.state
     return (
