@@ -613,30 +613,26 @@ class _Known:
     Invariant: ``messages`` is a plain list of plain LangChain messages (no chunks: see
     :func:`_scan`), each with an id, and while ``id_set.version == version``,
     ``id_set.ids`` is exactly the set of their ids. The record holds the list itself (so
-    another list can never pass for it) with its length and last message: a list a node
-    changed in place (appended to, popped) is not described by it any more. (A message
-    replaced in place at the same position, the list keeping its length and last message,
-    would go unnoticed: LangGraph never does that, and a node doing it changes the state
-    behind LangGraph's back anyway.)
+    another list can never pass for it) and a copy of it made with the record: LangGraph
+    hands nodes the channel's own list, so a node may change it in place (append, pop,
+    replace ``state["messages"][i]``), and a list that is no longer item for item its copy
+    is not described by the record any more (the comparison is C-level and stops at the
+    first item that is not the same object; an equal message in its place has the same id).
+    Not seen: a message object whose ``id`` a node reassigns in place.
     """
 
-    __slots__ = ("id_set", "last", "length", "messages", "version")
+    __slots__ = ("id_set", "messages", "snapshot", "version")
 
     def __init__(self, messages: list[Any], id_set: _IdSet, version: int) -> None:
         self.messages = messages
-        self.length = len(messages)
-        self.last = messages[-1] if messages else None
+        self.snapshot = messages.copy()
         self.id_set = id_set
         self.version = version
 
     def describes(self, value: Any) -> bool:
         """Whether ``value`` is the list this record was made of, as it was then (whether
         its ids are still those of ``id_set`` is checked under the lock, where used)."""
-        return (
-            value is self.messages
-            and len(value) == self.length
-            and (value[-1] if value else None) is self.last
-        )
+        return value is self.messages and value == self.snapshot
 
 
 def _known_of(known: _Known | None, value: Any) -> _Known | None:

@@ -237,6 +237,75 @@ def test_a_list_changed_in_place_is_not_taken_for_the_stored_one() -> None:
     assert [(m.id, m.content) for m in after] == [("s", "s"), ("x", "edit")]
 
 
+def _edit_first(state: list[Any]) -> None:
+    state[0] = HumanMessage("edited", id="X")
+
+
+def _edit_first_without_id(state: list[Any]) -> None:
+    state[0] = HumanMessage("no id")
+
+
+def _swap_two(state: list[Any]) -> None:
+    state[0], state[1] = state[1], state[0]
+
+
+def _pop_and_insert(state: list[Any]) -> None:
+    state.pop(0)
+    state.insert(0, HumanMessage("edited", id="X"))
+
+
+@pytest.mark.parametrize("edit", [_edit_first, _edit_first_without_id, _swap_two, _pop_and_insert])
+def test_a_message_replaced_in_place_is_seen(edit: Any) -> None:
+    """A list whose messages a caller replaced in place, keeping its length and its last
+    message (a node may: LangGraph hands it the channel's own list), is merged as
+    ``add_messages`` merges it: an update with a replaced message's id replaces it (no
+    second message with that id), and an id-less message put there gets an id."""
+    channel = MessageReducer(max_messages=None).as_langgraph_reducer()
+    start = [HumanMessage("h0", id="h0"), AIMessage("a1", id="a1"), HumanMessage("h2", id="h2")]
+    state = channel([], start)
+    edit(state)
+    edited = list(state)
+    update = [HumanMessage("new X", id="X"), AIMessage("ok", id="ok")]
+    merged = channel(state, update)
+    expected = add_messages([m for m in edited if m.id is not None], update)
+    assert [(m.id, m.content) for m in merged if m.content != "no id"] == [
+        (m.id, m.content) for m in expected
+    ]
+    assert all(m.id is not None for m in merged)
+    assert len({m.id for m in merged}) == len(merged)
+
+
+def test_a_node_replacing_a_message_in_the_state_in_place_stores_it_once() -> None:
+    """In a graph, a node that replaces ``state["messages"][0]`` in place and writes the new
+    message too stores what a graph with LangGraph's own ``add_messages`` stores."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, StateGraph
+    from typing_extensions import TypedDict
+
+    def stored(merge: Any) -> list[tuple[str | None, Any]]:
+        State = TypedDict("State", {"messages": Annotated[list[Any], merge]})  # noqa: UP013
+
+        def set_prompt(state: Any) -> dict[str, Any]:
+            prompt = SystemMessage("new prompt", id="sys-v2")
+            state["messages"][0] = prompt
+            return {"messages": [prompt]}
+
+        builder = StateGraph(State)
+        builder.add_node("model", lambda state: {"messages": [AIMessage("hi", id="a1")]})
+        builder.add_node("set_prompt", set_prompt)
+        builder.add_edge(START, "model")
+        builder.add_edge("model", "set_prompt")
+        graph = builder.compile(checkpointer=InMemorySaver())
+        config = {"configurable": {"thread_id": "t"}}
+        first = [SystemMessage("old", id="sys-v1"), HumanMessage("q", id="q1")]
+        graph.invoke({"messages": first}, config)
+        return [(m.id, m.content) for m in graph.get_state(config).values["messages"]]
+
+    ours = stored(MessageReducer(min_messages=10, max_messages=20).as_langgraph_reducer())
+    assert ours == stored(add_messages)
+    assert [m_id for m_id, _ in ours].count("sys-v2") == 1
+
+
 @pytest.mark.parametrize("copy_first", [True, False])
 def test_channels_sharing_a_record_each_merge_exactly(copy_first: bool) -> None:
     """A channel and its ``copy()`` (LangGraph makes one for a conditional edge and for
