@@ -416,6 +416,65 @@ class PlanState:
             return self._first_fitting_end(latest, target - reserve, fold=fold, allowed=allowed)
         return None
 
+    def plain_cut(self) -> tuple[int, list[int], list[int]] | None:
+        """``end_for_target()`` and ``split_window`` of that end, in one pass over the
+        window, for the common list: roles that need not alternate, no thinking opener
+        and no pinned group (the window then keeps what is not prunable and the newest
+        question, nothing else). ``(end, gone, kept)``, with ``gone`` empty when nothing is
+        to be pruned; None for any other list (ask the two instead).
+
+        Invariant: for such a list, the result equals ``(end, *split_window(end))`` with
+        ``end = end_for_target()``; ``tests/test_hot_path.py`` checks it through
+        ``MessageReducer._drop_oldest`` against the policy path.
+        """
+        if self.alternates or self._opener != _NO_LINK or self._pinned_anchor() != _NO_LINK:
+            return None
+        limits = self._limits
+        size = len(self.views)
+        bound = min(size - 1, self._kept_turns_start())
+        if limits.max_tokens is None:
+            bound = min(size - max(limits.min_messages, 0), bound)
+        latest = self._last_valid_end(bound)
+        if latest is None:
+            return 0, [], []
+        start = self._start
+        pinned = self._pinned()
+        prunable, seq = self._prunable, self._seq
+        gone: list[int] = []
+        kept: list[int] = []
+        if limits.max_tokens is None:
+            for position in range(start, latest):
+                if prunable[position] and seq[position] != pinned:
+                    gone.append(position)
+                else:
+                    kept.append(position)
+            return latest, gone, kept
+        # _first_fitting_end, classifying each position as the window passes it.
+        target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
+        tokens = self.tokens
+        last_result = self._last_result
+        surviving = self.total
+        on_human = limits.start_on_human
+        views = self.views
+        reach = _NO_LINK
+        for end in range(start + 1, latest + 1):
+            before = end - 1
+            if prunable[before] and seq[before] != pinned:
+                gone.append(before)
+                surviving -= tokens[before]
+                result = last_result.get(seq[before], _NO_LINK)
+                if result > reach:
+                    reach = result
+            else:
+                kept.append(before)
+            if (
+                surviving <= target
+                and reach < seq[end]
+                and (not on_human or views[end].role == HUMAN or seq[end] > pinned)
+            ):
+                return end, gone, kept
+        return latest, gone, kept
+
     def _alternation(self, *, block: bool) -> list[list[bool] | None]:
         """The window ends each try allows, most preferred first: any end (None) when the
         list's roles need not alternate; else the ends that keep them alternating, first

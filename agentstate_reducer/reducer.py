@@ -610,15 +610,20 @@ class MessageReducer:
         ``tests/test_hot_path.py`` compares the two on drawn conversations and configs.
         """
         before, length = state.total, len(combined)
-        end = state.end_for_target(0)
-        gone, kept_at = state.split_window(end) if end is not None else ([], [])
+        cut = state.plain_cut()
+        if cut is not None:
+            end, gone, kept_at = cut
+        else:
+            found = state.end_for_target(0)
+            end = found if found is not None else 0
+            gone, kept_at = state.split_window(end) if found is not None else ([], [])
         if gone:
             start = state.start
             surviving = combined[:start]
             surviving += [combined[p] for p in kept_at]
             surviving += combined[end:]
             pruned = [combined[p] for p in gone]
-            state.prune(end, gone, kept_at)  # type: ignore[arg-type]  # end is set with gone
+            state.prune(end, gone, kept_at)
         else:
             surviving, pruned = list(combined), []
         report = StepReport(
