@@ -786,6 +786,9 @@ class PlanState:
         pinned = self._pinned()
         if gone is None or kept is None:
             gone, kept = self.split_window(end, block=block)
+        # A window that passes the newest question changes what comes right after it: the
+        # opener is then found again (as a fresh state reading the pruned list finds it).
+        passes_question = pinned != _NO_LINK and end > bisect_left(self._seq, pinned)
         views, seq, last_result = self.views, self._seq, self._last_result
         for p in gone:
             if views[p].call_ids:
@@ -812,15 +815,28 @@ class PlanState:
             # is safe because no list of the state is shared: each is the state's own.
             for column in columns:
                 del column[start:end]
-            return
-        if self.tokens:
-            self.tokens = _compact(self.tokens, start, kept, end)
-            if self.raw is not None:
-                self.raw = _compact(self.raw, start, kept, end)
-        self.views = _compact(self.views, start, kept, end)
-        self._prunable = _compact(self._prunable, start, kept, end)
-        self._seq = _compact(self._seq, start, kept, end)
-        self._caller_seq = _compact(self._caller_seq, start, kept, end)
+        else:
+            if self.tokens:
+                self.tokens = _compact(self.tokens, start, kept, end)
+                if self.raw is not None:
+                    self.raw = _compact(self.raw, start, kept, end)
+            self.views = _compact(self.views, start, kept, end)
+            self._prunable = _compact(self._prunable, start, kept, end)
+            self._seq = _compact(self._seq, start, kept, end)
+            self._caller_seq = _compact(self._caller_seq, start, kept, end)
+        if passes_question:
+            self._opener = self._opener_after(pinned)
+
+    def _opener_after(self, pinned: int) -> int:
+        """The seq of the message right after the newest question (seq ``pinned``) when it
+        is an ai message holding a thinking block (the turn's opener, as :meth:`extend`
+        marks it), else -1."""
+        after = bisect_left(self._seq, pinned) + 1
+        if after < len(self.views):
+            view = self.views[after]
+            if view.role == AI and view.thinking and not view.summary:
+                return self._seq[after]
+        return _NO_LINK
 
     def replace(self, position: int, view: MessageView, tokens: int = 0) -> None:
         """Swap in a message whose content changed (same role, id and tool calls)."""

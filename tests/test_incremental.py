@@ -9,7 +9,15 @@ from hypothesis import strategies as st
 
 from agentstate_reducer import MessageReducer, ReducerConfig
 
-from .strategies import conversations, rendered, shapes
+from .strategies import (
+    Call,
+    Element,
+    conversations,
+    logical_tokens,
+    render_dialogue,
+    rendered,
+    shapes,
+)
 from .test_properties import reducers
 
 
@@ -63,3 +71,43 @@ def test_the_returned_list_can_be_changed_by_the_caller() -> None:
     out = reducer.reduce(existing=history).surviving
     out.append({"role": "user", "content": "4"})
     assert [m["content"] for m in reducer.reduce(existing=out).surviving] == ["0", "3", "4"]
+
+
+def test_a_window_past_the_question_marks_the_new_opener_as_a_fresh_plan_does() -> None:
+    """A prune whose window passes the newest question (the tool loop of the newest turn)
+    can leave an ai message with a thinking block right after the question: the turn's
+    opener, kept while the turn goes on. The plan remembered for the next reduce marks it
+    as a fresh plan of the kept list does, so the next turn keeps it too (a hypothesis
+    example of tests/test_hot_path.py found it unmarked: the next reduce pruned it, where a
+    fresh reducer kept it)."""
+    from agentstate_reducer.planner import PlanState
+
+    long = "a" * 40
+    elements = [
+        Element("question", text="a"),
+        Element("reply", calls=(Call("c0", "lookup", {"q": "a"}),)),
+        Element("results", results=(("c0", "lookup", long),)),
+        Element("reply", reasoning="a", calls=(Call("c1", "lookup", {"q": "a"}),)),
+        Element("results", results=(("c1", "lookup", long),)),
+        Element("reply", calls=(Call("c2", "lookup", {"q": "a"}),)),
+    ]
+    messages, _ = render_dialogue(elements, "langchain")
+    config = ReducerConfig(
+        format="chat", preserve_first=False, max_tokens=20, target_tokens=6,
+        token_counter=logical_tokens,
+    )  # fmt: skip
+    reducer = MessageReducer(config=config)
+    first = reducer.reduce(existing=[], new=messages[:4])
+    assert first.pruned  # the window passed the question: the first call and its result
+    session = reducer._plans.current()
+    assert session is not None
+    fresh = PlanState(session.state._limits)
+    reader = reducer._reader
+    fresh.extend(*reader.read(first.surviving, str))
+    ours = session.state
+    assert fresh._opener != -1  # the thinking reply now opens the turn
+    assert ours._seq.index(ours._opener) == fresh._seq.index(fresh._opener)
+    then = reducer.reduce(existing=first.surviving, new=messages[4:])
+    again = MessageReducer(config=config).reduce(existing=first.surviving, new=messages[4:])
+    assert [id(m) for m in then.surviving] == [id(m) for m in again.surviving]
+    assert first.surviving[1] in then.surviving  # the opener, while its turn goes on

@@ -232,6 +232,22 @@ def tool_call_ids(msg: Any) -> tuple[str, ...]:
     return tuple(ids)
 
 
+def plain_call_ids(calls: list[Any]) -> tuple[str, ...] | None:
+    """The ids of a list of tool calls in their usual shape (dicts whose ``id`` is a string
+    or None), the empty ones left out; None when a call is of another shape (the fast
+    readers then leave the message to the general one)."""
+    ids: list[str] = []
+    for call in calls:
+        if type(call) is not dict:
+            return None
+        found = call.get("id")
+        if found is not None and type(found) is not str:
+            return None
+        if found:
+            ids.append(found)
+    return tuple(ids)
+
+
 def tool_call_id(msg: Any) -> str | None:
     fields = fields_of(msg)
     value = fields.get("tool_call_id") if fields is not None else getattr(msg, "tool_call_id", None)

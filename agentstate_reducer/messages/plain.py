@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import AI, TOOL, Parts
-from .chat import function_call_attribute, tool_call_parts
+from .chat import function_call_attribute, plain_call_ids, tool_call_parts
 from .langchain import is_langchain_module
 
 #: The ``type`` of each LangChain message class read here, and its role.
@@ -83,14 +83,8 @@ def plain_parts(msg: Any) -> Parts | None:
         return None
     if not calls:
         return _new(Parts, ([content], [], 0))
-    if type(calls) is not list:
+    if type(calls) is not list or plain_call_ids(calls) is None:
         return None
-    for call in calls:
-        if type(call) is not dict:
-            return None
-        call_id = call.get("id")
-        if call_id is not None and type(call_id) is not str:
-            return None
     return _new(Parts, ([content], [tool_call_parts(call) for call in calls], 0))
 
 

@@ -651,17 +651,11 @@ def _langchain_ai(msg: Any) -> MessageView | None:
         or (extra and ("tool_calls" in extra or "function_call" in extra))
     ):
         return None
-    ids: list[str] = []
-    for call in calls:
-        if type(call) is not dict:
-            return None
-        call_id = call.get("id")
-        if call_id is not None and type(call_id) is not str:
-            return None
-        if call_id:
-            ids.append(call_id)
+    ids = chat.plain_call_ids(calls)
+    if ids is None:
+        return None
     summary = bool(extra) and extra.get("lc_source") in _BLOCK_SOURCES
-    return _new(MessageView, (AI, ident or None, tuple(ids), None, summary, (), CHAT, 0, False, ()))
+    return _new(MessageView, (AI, ident or None, ids, None, summary, (), CHAT, 0, False, ()))
 
 
 _ClassReader = Callable[[Any], "MessageView | None"]
