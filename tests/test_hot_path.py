@@ -188,6 +188,8 @@ def test_the_plain_drop_is_the_policy_path(
     options.pop("summary_max_tokens", None)
     if data.draw(st.booleans()):
         options["policy"] = [DropOldest(id=data.draw(st.sampled_from(["drop_oldest", "mine"])))]
+    options["keep_groups"] = data.draw(st.integers(0, 2))
+    options["cascade_tool_messages"] = data.draw(st.booleans())
     fast, slow = (MessageReducer(config=ReducerConfig(**options)) for _ in range(2))
     assert fast._plain_drop is not None
     slow._plain_drop = None  # the general path: a ReduceContext running the policy
