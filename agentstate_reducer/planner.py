@@ -70,7 +70,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from .messages import (
     AI,
@@ -93,7 +93,6 @@ if TYPE_CHECKING:
 
 _NO_LINK = -1
 _FORMATS_OF = attrgetter("formats")
-_T = TypeVar("_T")
 #: Roles of the message ``preserve_first="system"`` keeps at index 0.
 _INSTRUCTION_ROLES = (SYSTEM, "developer")
 
@@ -810,20 +809,10 @@ class PlanState:
             columns.append(tokens)
             if self.raw is not None:
                 columns.append(self.raw)
-        if not kept:
-            # The common window: everything in it goes. Deleted in place (a memmove), which
-            # is safe because no list of the state is shared: each is the state's own.
-            for column in columns:
-                del column[start:end]
-        else:
-            if self.tokens:
-                self.tokens = _compact(self.tokens, start, kept, end)
-                if self.raw is not None:
-                    self.raw = _compact(self.raw, start, kept, end)
-            self.views = _compact(self.views, start, kept, end)
-            self._prunable = _compact(self._prunable, start, kept, end)
-            self._seq = _compact(self._seq, start, kept, end)
-            self._caller_seq = _compact(self._caller_seq, start, kept, end)
+        # The window's survivors in its place, in each list (in place: no list of the state
+        # is shared, each is the state's own; a window that keeps nothing is a memmove).
+        for column in columns:
+            column[start:end] = [column[p] for p in kept]
         if passes_question:
             self._opener = self._opener_after(pinned)
 
@@ -1043,10 +1032,6 @@ def _seam(before: str | None, after: str | None, removed: bool, block: bool, mod
     if not removed:
         return True
     return after == HUMAN if before is None else before != after
-
-
-def _compact(values: list[_T], start: int, kept: list[int], end: int) -> list[_T]:
-    return values[:start] + [values[p] for p in kept] + values[end:]
 
 
 def plan_prune(
