@@ -402,6 +402,30 @@ def test_delete_thread_under_a_run_refuses_the_run_and_keeps_the_id_usable() -> 
     assert read_all(run, store)[0].checkpoint["channel_values"] == {"a": ["new"]}
 
 
+def test_writes_stored_beside_their_refused_checkpoint_go_with_it() -> None:
+    """durability="async": the next task's writes for checkpoint k+1 are stored while the
+    put of k+1 (whose parent the delete removed) is refused. When its clean-up of k+1's writes
+    reads the thread before they land, the writes still go, and refuse the run; only the
+    tombstone is left (the full-suite run that found this: tests/cosmos/
+    test_delete_under_run.py kept a writes mark and a writes document)."""
+    store = MemoryContainer()
+    run, other = memory_saver(), memory_saver()
+    configs = chain(run, store, [big(1), ["b"]])
+    store.run(other._delete_thread_ops(THREAD))
+    ops, checkpoint = put_ops(run, configs[-1], ["c"])
+    next_config = generate_config(THREAD, checkpoint_id=checkpoint["id"])
+    writing = Stepper(store, run._put_writes_ops(next_config, [("out", 1)], "task", "p"))
+    writing.run_until(is_batch)  # past its checks, its first batch (which reads the head) next
+    with pytest.raises(CosmosThreadDeletedError, match="Start the thread again"):
+        store.run(ops)  # refused; its clean-up finds none of the writes yet
+    with pytest.raises(CosmosThreadDeletedError, match="are refused too"):
+        writing.finish()
+    assert [d["kind"] for d in store.docs.values()] == ["deleted"]
+    fresh, _ = put_ops(run, generate_config(THREAD), ["new"])
+    store.run(fresh)
+    assert read_all(run, store)[0].checkpoint["channel_values"] == {"a": ["new"]}
+
+
 def test_a_missing_value_of_an_unchanged_head_is_still_an_error() -> None:
     """The re-reads that absorb races do not hide real damage: a value document deleted
     behind the savers' back (the head has not moved) raises CosmosMissingDocumentError."""

@@ -536,13 +536,30 @@ class WriteOps(MaintenanceOps):
             own = yield from self._parent_ops(where, head, checkpoint_id)
             if own is None and head.checkpoint_id > checkpoint_id:
                 raise _removed_parent(thread_id, ns, checkpoint_id, head.checkpoint_id)
-        if (pk, thread_id, ns, checkpoint_id) in self._deleted_runs:
-            raise CosmosThreadDeletedError(
-                f"thread {thread_id!r} was deleted (delete_thread) while a run was using it: "
-                f"pending writes for checkpoint {checkpoint_id!r} (namespace {ns!r}), whose "
-                "checkpoint was refused, are refused too. Start the thread again with new "
-                "input (a run without checkpoint_id)."
-            )
+        run: tuple[str, str, str, str] = (pk, thread_id, ns, checkpoint_id)
+        if run in self._deleted_runs:
+            raise _refused_with_their_checkpoint(thread_id, ns, checkpoint_id)
+        yield from self._store_writes_ops(config, writes, task_id, task_path)
+        if run in self._deleted_runs:
+            # Under durability="async" the put of this checkpoint runs beside these writes: it
+            # was refused (the thread deleted) and its clean-up may have read the thread
+            # before they were stored, so they go now. (Its refusal is recorded before that
+            # read, so either the read saw them or this check sees the refusal.)
+            yield from self._drop_writes_ops(pk, thread_id, ns, checkpoint_id)
+            raise _refused_with_their_checkpoint(thread_id, ns, checkpoint_id)
+
+    def _store_writes_ops(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> Ops[None]:
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        ns = str(configurable.get("checkpoint_ns", ""))
+        checkpoint_id = str(configurable["checkpoint_id"])
+        pk = partition_key(thread_id)
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         # Large values get ids of their own per call, so a call whose entries are dropped
         # (the first write of a task and index wins) cannot replace a kept value; a special
@@ -742,6 +759,17 @@ class WriteOps(MaintenanceOps):
                     return Outcome.CONFLICT
             return None
         return results if isinstance(results, Outcome) else None
+
+
+def _refused_with_their_checkpoint(
+    thread_id: str, ns: str, checkpoint_id: str
+) -> CosmosThreadDeletedError:
+    return CosmosThreadDeletedError(
+        f"thread {thread_id!r} was deleted (delete_thread) while a run was using it: "
+        f"pending writes for checkpoint {checkpoint_id!r} (namespace {ns!r}), whose "
+        "checkpoint was refused, are refused too. Start the thread again with new "
+        "input (a run without checkpoint_id)."
+    )
 
 
 def _removed_parent(
