@@ -1,10 +1,13 @@
 """REVIEW (branch review-cosmos): known failing reproducers of delete_thread under a run.
 
-Marked xfail(strict=True): each documents a bug found in review; remove the mark with the fix.
+The two step-by-step tests failed before the proposed fix (the put's ordered way now creates
+a head only beside its parent, in one batch); the random schedules cover the rest.
 """
 
 from __future__ import annotations
 
+import contextlib
+import random
 from typing import Any
 
 import pytest
@@ -42,7 +45,6 @@ def _setup() -> tuple[MemoryContainer, Any, Stepper, Stepper]:
     return store, run, deleting, putting
 
 
-@pytest.mark.xfail(strict=True, reason="REVIEW bug: the put's ordered way ignores the delete")
 def test_review_put_refused_twice_by_a_delete_does_not_resurrect_the_thread() -> None:
     """The delete removes the head between the put's fresh read and its second batch; the put
     takes the ordered way (self-contained checkpoint, head created by _advance_head_ops) after
@@ -56,7 +58,6 @@ def test_review_put_refused_twice_by_a_delete_does_not_resurrect_the_thread() ->
     assert [d["kind"] for d in store.docs.values()] == ["deleted"]
 
 
-@pytest.mark.xfail(strict=True, reason="REVIEW bug: a head without its checkpoint is left")
 def test_review_put_ordered_way_beside_a_delete_leaves_no_headless_thread() -> None:
     """As above, but the delete's next round removes the put's (headless) checkpoint before
     the put creates the head. Seen: only a head is left beside the tombstone; get_tuple returns
@@ -67,17 +68,55 @@ def test_review_put_ordered_way_beside_a_delete_leaves_no_headless_thread() -> N
     putting.run_one()  # its second batch is refused (no head)
     putting.run_until(reads_a_head)  # the ordered way: the checkpoint is stored, no head yet
     deleting.finish()  # finds that checkpoint, removes it; delete_thread returns
-    try:
-        putting.finish()  # no head: it creates one
-    except CosmosThreadDeletedError:
-        pass
+    with contextlib.suppress(CosmosThreadDeletedError):
+        putting.finish()  # no head: it created one (now: refused)
     kinds = sorted(d["kind"] for d in store.docs.values())
     fresh = memory_saver()
     again_error = None
     try:
         store.run(fresh._delete_thread_ops(THREAD))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         again_error = exc
     assert kinds == ["deleted"], kinds
     assert again_error is None
     assert store.run(fresh._get_tuple_ops(generate_config(THREAD))) is None
+
+
+WRITES = {
+    "small": [("out", 1)],
+    "big": [("out", big(7))],
+    "special": [("__interrupt__", ("x",))],
+    "error": [("__error__", "boom")],
+    "parts": [(f"c{i}", "x" * 600_000) for i in range(3)],
+}
+
+
+@pytest.mark.parametrize("variant", sorted(WRITES))
+@pytest.mark.parametrize("pre_delete", [False, True])
+def test_review_random_schedules_of_put_writes_and_delete(variant: str, pre_delete: bool) -> None:
+    """put(k+1), put_writes (for k+1, or for k: a checkpoint the delete covers) and
+    delete_thread, one storage step at a time in random order: only the tombstone is left and
+    every error is CosmosThreadDeletedError."""
+    for seed in range(120):
+        rnd = random.Random(seed)
+        store = MemoryContainer()
+        run, other = memory_saver(), memory_saver()
+        configs = chain(run, store, [big(1), ["b"]])
+        ops, checkpoint = put_ops(run, configs[-1], ["c"])
+        target = (
+            configs[-1] if pre_delete else generate_config(THREAD, checkpoint_id=checkpoint["id"])
+        )
+        steppers = [
+            Stepper(store, ops),
+            Stepper(store, run._put_writes_ops(target, WRITES[variant], "task1", "p1")),
+            Stepper(store, other._delete_thread_ops(THREAD)),
+        ]
+        live = [s for s in steppers if not s.done]
+        while live:
+            stepper = rnd.choice(live)
+            try:
+                stepper.run_one()
+            except CosmosThreadDeletedError:
+                stepper.done = True
+            live = [s for s in steppers if not s.done]
+        assert [d["kind"] for d in store.docs.values()] == ["deleted"], seed

@@ -225,7 +225,18 @@ class WriteOps(MaintenanceOps):
         yield from _write_in_groups([Upsert(d) for d in plan.chunk_docs])
         yield from _write_in_groups([Upsert(d) for d in plan.blob_docs])
         yield from write_all([Upsert(plan.cp_doc)])
-        yield from self._advance_head_ops(key, plan.head_doc)
+        try:
+            yield from self._advance_head_ops(
+                key, plan.head_doc, parent=str(parent_id) if parent_id else None
+            )
+        except CosmosThreadDeletedError:
+            # The thread was deleted while this put ran (its head and parent went between
+            # its reads and its batches): what it stored goes, as do its writes.
+            self._deleted_runs.add((pk, thread_id, ns, checkpoint_id))
+            mine = [plan.cp_doc, *plan.blob_docs, *plan.chunk_docs]
+            yield from _delete_in_groups(pk, [str(d["id"]) for d in mine])
+            yield from self._drop_writes_ops(pk, thread_id, ns, checkpoint_id)
+            raise
         linear = bool(parent_id) and state.checkpoint_id in (parent_id, checkpoint_id)
         yield from self._after_put_ops(key, checkpoint_id, parent_id, linear)
         return stored_config(thread_id, ns, checkpoint_id)
@@ -484,9 +495,14 @@ class WriteOps(MaintenanceOps):
             self._remember_head(key, new_head, etag)
         return None
 
-    def _advance_head_ops(self, key: HeadKey, head_doc: Document) -> Ops[None]:
+    def _advance_head_ops(
+        self, key: HeadKey, head_doc: Document, parent: str | None = None
+    ) -> Ops[None]:
         """Point the head at ``head_doc``'s checkpoint (stored already) unless it holds a newer
-        one: compare-and-swap on the head's etag, jittered backoff between attempts."""
+        one: compare-and-swap on the head's etag, jittered backoff between attempts. With
+        ``parent``, a head created anew is created in one batch that reads the parent: both
+        gone, the thread was deleted under the run when a tombstone covers the parent
+        (CosmosThreadDeletedError)."""
         pk, thread_id, ns = key
         checkpoint_id = head_doc["checkpoint_id"]
         for attempt in range(CAS_ATTEMPTS):
@@ -494,7 +510,20 @@ class WriteOps(MaintenanceOps):
                 yield Sleep(backoff(attempt))
             current = yield from read(head_id(ns), pk)
             if current is None or current.get("thread_id") != thread_id:
-                stored = yield from write(Create(head_doc))
+                stored: str | Outcome | None = None
+                if parent is not None:
+                    results = yield from batch(
+                        pk, [Read(checkpoint_doc_id(ns, parent), pk), Create(head_doc)]
+                    )
+                    if results is Outcome.PRECONDITION_FAILED:
+                        yield from self._refuse_if_deleted_ops(pk, thread_id, ns, parent)
+                        parent = None  # no tombstone covers it: created as before
+                    elif results is Outcome.TOO_LARGE:
+                        parent = None
+                    else:
+                        stored = results if isinstance(results, Outcome) else results[1]
+                if parent is None:
+                    stored = yield from write(Create(head_doc))
                 if stored is Outcome.CONFLICT:
                     continue
                 self._remember_head(key, head_doc, cast(str, stored))
