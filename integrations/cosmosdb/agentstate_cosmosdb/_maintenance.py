@@ -106,7 +106,7 @@ from agentstate_cosmosdb.schema import (
 )
 
 _DELETE_ORDER = {
-    # Referencing documents first: checkpoints (in waves, see _deletion_waves), then pending
+    # Referencing documents first: checkpoints (in waves, see deletion_waves), then pending
     # writes, then what they reference, then chunks.
     KIND_CHECKPOINT: 0,
     KIND_WRITES: 1,
@@ -214,7 +214,7 @@ class MaintenanceOps(ValueDocs):
                     converted.append((doc["ns"], Upsert(kept)))
             if not (yield from self._fenced_ops(pk, [converted], fences)):
                 return False
-        waves = _deletion_waves(pk, [*found.remove, *found.orphans])
+        waves = deletion_waves(pk, [*found.remove, *found.orphans])
         if not (yield from self._fenced_ops(pk, waves, fences)):
             return False
         for ns in sorted(dropped):
@@ -234,13 +234,13 @@ class MaintenanceOps(ValueDocs):
             found = garbage(docs, {(ns, newest)}, orphans_before=None)
             first = [*found.remove, *found.orphans]
             fences = {ns: fence} if fence is not None else {}
-            if not (yield from self._fenced_ops(pk, _deletion_waves(pk, first), fences)):
+            if not (yield from self._fenced_ops(pk, deletion_waves(pk, first), fences)):
                 return False
             if not (yield from self._remove_last_ops(pk, ns, newest, fence)):
                 return False
             gone = {d["id"] for d in first} | {checkpoint_doc_id(ns, newest), head_id(ns)}
         rest = [d for d in docs if d["id"] not in gone and d["kind"] != KIND_HEAD]
-        if not (yield from self._fenced_ops(pk, _deletion_waves(pk, rest), {})):
+        if not (yield from self._fenced_ops(pk, deletion_waves(pk, rest), {})):
             return False
         heads = [d for d in docs if d["kind"] == KIND_HEAD and d["id"] not in gone]
         if heads:
@@ -412,8 +412,17 @@ class MaintenanceOps(ValueDocs):
             if not done:
                 continue
             rest = yield from query(SELECT_THREAD_INDEX_SQL, params, pk)
+            with_checkpoints = {d["ns"] for d in rest if d["kind"] == KIND_CHECKPOINT}
+            for head in [d for d in rest if d["kind"] == KIND_HEAD]:
+                if head["ns"] in with_checkpoints:
+                    continue
+                # A head whose checkpoints are gone (a removal cut short, a document deleted
+                # by hand) would keep the rest here forever: it goes, unless it moved since.
+                gone = yield from batch(pk, [Delete(head["id"], pk, head.get("_etag"))])
+                if not isinstance(gone, Outcome):
+                    rest.remove(head)
             if not any(d["kind"] == KIND_HEAD for d in rest):
-                yield from self._fenced_ops(pk, _deletion_waves(pk, rest), {})
+                yield from self._fenced_ops(pk, deletion_waves(pk, rest), {})
             index = []
         rest = yield from query(SELECT_THREAD_INDEX_SQL, params, pk)
         if rest:
@@ -725,7 +734,7 @@ def _calls_to_drop(
     return calls
 
 
-def _deletion_waves(pk: str, docs: Sequence[Mapping[str, Any]]) -> list[list[tuple[str, BatchOp]]]:
+def deletion_waves(pk: str, docs: Sequence[Mapping[str, Any]]) -> list[list[tuple[str, BatchOp]]]:
     """Delete operations in an order that never leaves a surviving document referencing a
     deleted one: checkpoints first, in waves (a checkpoint goes only once no other checkpoint
     still to be deleted reads a value from it; references run from newer to older ones), then

@@ -49,6 +49,20 @@ nothing; so are pending writes, in a namespace without a head, for a checkpoint 
 (their batch reads the namespace's head), stored or not yet (``durability="async"`` stores
 writes before their checkpoint). A run that starts afresh on the same thread id is not
 affected (its checkpoints are made after the delete).
+
+A put that the tombstone refuses, or that finds both its head and its parent gone (the ordered
+way, after a delete removed them between its reads and its batches), removes what it stored
+for that checkpoint: its pending writes and, for a root checkpoint, the subgraph calls started
+from it (their namespaces whole: the metadata of their checkpoints names the root). It
+records the refusal first, and every write and put checks that record again after storing,
+so what lands after the clean-up read the thread removes itself.
+
+**Subgraph calls.** A call's first put has no parent to be refused by; it is judged by its
+root checkpoint (LangGraph's ``checkpoint_map``): refused when this process refused the
+root's put, or (the call's first put or write this process makes: one read of the tombstone)
+when the tombstone covers the root. A call refused so removes its namespace whole (its
+pending writes may have landed before any of its checkpoints, where the root's clean-up
+cannot tell them from a live call's).
 """
 
 from __future__ import annotations
@@ -67,7 +81,7 @@ from langgraph.checkpoint.base import (
     get_serializable_checkpoint_metadata,
 )
 
-from agentstate_cosmosdb._maintenance import MaintenanceOps
+from agentstate_cosmosdb._maintenance import MaintenanceOps, deletion_waves
 from agentstate_cosmosdb._state import (
     CAS_ATTEMPTS,
     HEAD_TTL_SLACK,
@@ -109,6 +123,7 @@ from agentstate_cosmosdb.schema import (
     KIND_BLOB,
     KIND_CHECKPOINT,
     KIND_CHUNK,
+    KIND_HEAD,
     KIND_VALUES,
     KIND_WRITE_VALUE,
     KIND_WRITES,
@@ -116,6 +131,7 @@ from agentstate_cosmosdb.schema import (
     KIND_WRITES_PART,
     SCHEMA_VERSION,
     SELECT_NS_INDEX_SQL,
+    SELECT_THREAD_INDEX_SQL,
     blob_id,
     checkpoint_doc_id,
     head_id,
@@ -169,6 +185,22 @@ class WriteOps(MaintenanceOps):
         new_versions: ChannelVersions,
     ) -> Ops[RunnableConfig]:
         configurable = config["configurable"]
+        call = self._call_of(configurable, metadata)
+        if call is not None:
+            yield from self._refuse_call_of_deleted_run_ops(*call)
+        stored = yield from self._store_put_ops(config, checkpoint, metadata, new_versions)
+        if call is not None:
+            yield from self._drop_call_of_refused_root_ops(*call)
+        return stored
+
+    def _store_put_ops(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Ops[RunnableConfig]:
+        configurable = config["configurable"]
         thread_id = str(configurable["thread_id"])
         ns = str(configurable.get("checkpoint_ns", ""))
         parent_id = configurable.get("checkpoint_id")
@@ -189,9 +221,9 @@ class WriteOps(MaintenanceOps):
                     yield from self._refuse_if_deleted_ops(pk, thread_id, ns, str(parent_id))
                 except CosmosThreadDeletedError:
                     # Writes of this checkpoint stored meanwhile (before it, under
-                    # durability="async") go now; later ones are refused.
-                    self._deleted_runs.add((pk, thread_id, ns, checkpoint_id))
-                    yield from self._drop_writes_ops(pk, thread_id, ns, checkpoint_id)
+                    # durability="async") go now, and so do subgraph calls started from it;
+                    # later ones are refused.
+                    yield from self._refused_ops(pk, thread_id, ns, checkpoint_id)
                     raise
             if (
                 parent_id
@@ -232,10 +264,9 @@ class WriteOps(MaintenanceOps):
         except CosmosThreadDeletedError:
             # The thread was deleted while this put ran (its head and parent went between
             # its reads and its batches): what it stored goes, as do its writes.
-            self._deleted_runs.add((pk, thread_id, ns, checkpoint_id))
             mine = [plan.cp_doc, *plan.blob_docs, *plan.chunk_docs]
             yield from _delete_in_groups(pk, [str(d["id"]) for d in mine])
-            yield from self._drop_writes_ops(pk, thread_id, ns, checkpoint_id)
+            yield from self._refused_ops(pk, thread_id, ns, checkpoint_id)
             raise
         linear = bool(parent_id) and state.checkpoint_id in (parent_id, checkpoint_id)
         yield from self._after_put_ops(key, checkpoint_id, parent_id, linear)
@@ -278,9 +309,7 @@ class WriteOps(MaintenanceOps):
         tomb = yield from read(tombstone_id(), pk)
         if tomb is None:
             return
-        before = str(tomb.get("before") or "")
-        deleted_at = str(tomb.get("deleted_at") or "")
-        if checkpoint_id <= before or checkpoint_id <= deleted_at:
+        if _covers(tomb, checkpoint_id):
             what = "pending writes for checkpoint" if writes else "checkpoint"
             raise CosmosThreadDeletedError(
                 f"thread {thread_id!r} was deleted (delete_thread) while a run was using it: "
@@ -289,6 +318,84 @@ class WriteOps(MaintenanceOps):
                 "the delete went with the thread). Start the thread again with new input (a "
                 "run without checkpoint_id)."
             )
+
+    def _refused_ops(self, pk: str, thread_id: str, ns: str, checkpoint_id: str) -> Ops[None]:
+        """Record that the put of ``checkpoint_id`` was refused (its thread deleted under the
+        run), then remove what the run stored for it meanwhile: its pending writes and, for a
+        root checkpoint, the subgraph calls started from it (their namespaces whole). The
+        record comes first: a write or call stored after the removal reads the thread sees it
+        (see :meth:`_drop_call_of_refused_root_ops`)."""
+        self._deleted_runs.add((pk, thread_id, ns, checkpoint_id))
+        yield from self._drop_writes_ops(pk, thread_id, ns, checkpoint_id)
+        if ns == "":
+            index = yield from query(
+                SELECT_THREAD_INDEX_SQL, (("@pk", pk), ("@thread_id", thread_id)), pk
+            )
+            calls = {
+                d["ns"]
+                for d in index
+                if d["ns"] != ""
+                and isinstance(d.get("parents"), Mapping)
+                and d["parents"].get("") == checkpoint_id
+            }
+            for call_ns in sorted(calls):
+                yield from self._remove_call_ops(pk, thread_id, call_ns)
+
+    @staticmethod
+    def _call_of(
+        configurable: Mapping[str, Any], metadata: Mapping[str, Any] | None = None
+    ) -> tuple[str, str, str, str] | None:
+        """``(pk, thread id, namespace, root checkpoint id)`` of a put or write in a subgraph
+        call's namespace (the root checkpoint it runs under: LangGraph's ``checkpoint_map``,
+        or the put's ``parents``), else None."""
+        ns = str(configurable.get("checkpoint_ns", ""))
+        if not ns:
+            return None
+        roots = configurable.get("checkpoint_map")
+        if not isinstance(roots, Mapping) and metadata is not None:
+            roots = metadata.get("parents")
+        root = roots.get("") if isinstance(roots, Mapping) else None
+        if not root:
+            return None
+        thread_id = str(configurable["thread_id"])
+        return partition_key(thread_id), thread_id, ns, str(root)
+
+    def _refuse_call_of_deleted_run_ops(
+        self, pk: str, thread_id: str, ns: str, root: str
+    ) -> Ops[None]:
+        """Refuse a put or write of a subgraph call whose root checkpoint belongs to a run
+        ``delete_thread`` deleted: its root's put was refused here, or (the call's first put
+        or write this process makes) the tombstone covers the root. What the call stored
+        before goes with the refusal."""
+        if (pk, thread_id, "", root) not in self._deleted_runs:
+            if self._heads.get((pk, thread_id, ns)) is not None:
+                return  # the call stored here before, unrefused
+            tomb = yield from read(tombstone_id(), pk)
+            if tomb is None or not _covers(tomb, root):
+                return
+            self._deleted_runs.add((pk, thread_id, "", root))
+        yield from self._remove_call_ops(pk, thread_id, ns)
+        raise _call_of_deleted_run(thread_id, ns, root)
+
+    def _drop_call_of_refused_root_ops(
+        self, pk: str, thread_id: str, ns: str, root: str
+    ) -> Ops[None]:
+        """After a subgraph call stored something: when its root's put was refused meanwhile
+        (``durability="async"`` runs them side by side), the root's clean-up may have read
+        the thread before it landed, so the call's namespace goes now, and it raises."""
+        if (pk, thread_id, "", root) in self._deleted_runs:
+            yield from self._remove_call_ops(pk, thread_id, ns)
+            raise _call_of_deleted_run(thread_id, ns, root)
+
+    def _remove_call_ops(self, pk: str, thread_id: str, ns: str) -> Ops[None]:
+        """Delete every document of one namespace of a deleted run (its head first)."""
+        self._heads.drop((pk, thread_id, ns))
+        index = yield from query(
+            SELECT_NS_INDEX_SQL, (("@pk", pk), ("@thread_id", thread_id), ("@ns", ns)), pk
+        )
+        yield from _delete_in_groups(pk, [str(d["id"]) for d in index if d["kind"] == KIND_HEAD])
+        for wave in deletion_waves(pk, [d for d in index if d["kind"] != KIND_HEAD]):
+            yield from _delete_in_groups(pk, [op.id for _, op in wave if isinstance(op, Delete)])
 
     def _drop_writes_ops(self, pk: str, thread_id: str, ns: str, checkpoint_id: str) -> Ops[None]:
         """Delete every pending-write document of one checkpoint (writes, parts, values and
@@ -568,7 +675,12 @@ class WriteOps(MaintenanceOps):
         run: tuple[str, str, str, str] = (pk, thread_id, ns, checkpoint_id)
         if run in self._deleted_runs:
             raise _refused_with_their_checkpoint(thread_id, ns, checkpoint_id)
+        call = self._call_of(configurable)
+        if call is not None:
+            yield from self._refuse_call_of_deleted_run_ops(*call)
         yield from self._store_writes_ops(config, writes, task_id, task_path)
+        if call is not None:
+            yield from self._drop_call_of_refused_root_ops(*call)
         if run in self._deleted_runs:
             # Under durability="async" the put of this checkpoint runs beside these writes: it
             # was refused (the thread deleted) and its clean-up may have read the thread
@@ -665,7 +777,11 @@ class WriteOps(MaintenanceOps):
                 yield Sleep(backoff(attempt))
             current = yield from read(doc_id, pk)
             if current is None:
-                created = yield from write(Create(main))
+                # Removed meanwhile (clean-up, or delete_thread): stored as a first write is,
+                # beside the head (or refused by the tombstone).
+                created = yield from self._writes_batch_ops(
+                    key, checkpoint_id, [Upsert(mark), Create(main)]
+                )
                 if created is not Outcome.CONFLICT:
                     return
                 continue
@@ -788,6 +904,23 @@ class WriteOps(MaintenanceOps):
                     return Outcome.CONFLICT
             return None
         return results if isinstance(results, Outcome) else None
+
+
+def _covers(tomb: Mapping[str, Any], checkpoint_id: str) -> bool:
+    """Whether a tombstone covers ``checkpoint_id``: up to the newest checkpoint the thread
+    had, or made before the delete (``deleted_at``)."""
+    before = str(tomb.get("before") or "")
+    deleted_at = str(tomb.get("deleted_at") or "")
+    return checkpoint_id <= before or checkpoint_id <= deleted_at
+
+
+def _call_of_deleted_run(thread_id: str, ns: str, root: str) -> CosmosThreadDeletedError:
+    return CosmosThreadDeletedError(
+        f"thread {thread_id!r} was deleted (delete_thread) while a run was using it: the "
+        f"subgraph call in namespace {ns!r} runs under root checkpoint {root!r} of that run, "
+        "so it was refused and what it stored removed, as is everything the run stores from "
+        "now on. Start the thread again with new input (a run without checkpoint_id)."
+    )
 
 
 def _refused_with_their_checkpoint(

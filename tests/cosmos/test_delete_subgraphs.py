@@ -1,9 +1,11 @@
-"""REVIEW (branch review-cosmos): known failing reproducers, real server and real graphs.
+"""delete_thread while a run is inside a node, with subgraph calls (real server, real graphs).
 
-A subgraph namespace whose first checkpoint is put after delete_thread returned (its first put
-has no parent, so no tombstone check applies) is stored whole: its checkpoints, head, marks and
-writes outlive the delete, though the run fails with CosmosThreadDeletedError. Marked xfail
-until fixed; the passing variants stay as regression checks.
+A subgraph call checkpoints in a namespace of its own, and its first put has no parent to
+refuse it by: it is refused by its root checkpoint (LangGraph's ``checkpoint_map``), which
+the tombstone covers or whose own put was refused. Under ``durability="async"`` the call and
+the root's put run side by side: the call's namespace then goes with the root's refusal, or
+when the call stores next. Either way only the tombstone is left, and the run fails with
+CosmosThreadDeletedError.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ def _sub() -> Any:
     return b.compile()
 
 
-def _drive(server, build, durability):
-    container, cfg = new_container(), {"configurable": {"thread_id": "t-probe"}}
+def _drive(server: CosmosTestServer, build: Any, durability: str) -> None:
+    container, cfg = new_container(), {"configurable": {"thread_id": "deleted-with-calls"}}
     gate, entered = threading.Event(), threading.Event()
     with (
         CosmosDBSaver(DATABASE, container, **saver_kwargs(server)) as runner,
@@ -65,11 +67,10 @@ def _drive(server, build, durability):
         worker = threading.Thread(target=run)
         worker.start()
         assert entered.wait(20)
-        other.delete_thread("t-probe")
+        other.delete_thread("deleted-with-calls")
         gate.set()
         worker.join(30)
         left = _left(server, container)
-        print("failure", failure, "result", result, "left", left)
         assert len(failure) == 1 and isinstance(failure[0], CosmosThreadDeletedError), (
             failure,
             result,
@@ -77,8 +78,8 @@ def _drive(server, build, durability):
         assert left == ["t.''"], left
 
 
-def _sub_as_node(runner, gate, entered):
-    def slow(state):
+def _sub_as_node(runner: Any, gate: threading.Event, entered: threading.Event) -> Any:
+    def slow(state: Items) -> dict[str, Any]:
         entered.set()
         gate.wait(20)
         return {"items": ["slow"]}
@@ -91,10 +92,10 @@ def _sub_as_node(runner, gate, entered):
     return b.compile(checkpointer=runner)
 
 
-def _sub_in_node(runner, gate, entered):
+def _sub_in_node(runner: Any, gate: threading.Event, entered: threading.Event) -> Any:
     sub = _sub()
 
-    def node(state):
+    def node(state: Items) -> dict[str, Any]:
         entered.set()
         gate.wait(20)
         return {"items": sub.invoke({"items": ["x"]})["items"]}
@@ -107,17 +108,18 @@ def _sub_in_node(runner, gate, entered):
     return b.compile(checkpointer=runner)
 
 
-LEAK = pytest.mark.xfail(reason="REVIEW bug: a subgraph namespace outlives delete_thread")
-
-
-@pytest.mark.parametrize("durability", ["sync", pytest.param("async", marks=LEAK), "exit"])
-def test_probe_subgraph_node_after_slow(server: CosmosTestServer, durability: str) -> None:
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_a_subgraph_node_after_the_deleted_node_leaves_nothing(
+    server: CosmosTestServer, durability: str
+) -> None:
+    """START -> slow -> sub (a subgraph as a node): the thread is deleted while ``slow``
+    runs."""
     _drive(server, _sub_as_node, durability)
 
 
-@pytest.mark.parametrize(
-    "durability",
-    [pytest.param("sync", marks=LEAK), pytest.param("async", marks=LEAK), "exit"],
-)
-def test_probe_subgraph_invoked_in_node(server: CosmosTestServer, durability: str) -> None:
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_a_subgraph_invoked_in_the_deleted_node_leaves_nothing(
+    server: CosmosTestServer, durability: str
+) -> None:
+    """A node calls ``sub.invoke`` after the thread was deleted while it ran."""
     _drive(server, _sub_in_node, durability)
