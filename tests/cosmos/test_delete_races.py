@@ -284,3 +284,18 @@ def test_a_task_writing_again_across_a_delete_stores_nothing() -> None:
     with pytest.raises(CosmosThreadDeletedError):
         again.finish()
     assert only_the_tombstone(store)
+
+
+def test_a_call_under_a_root_written_again_after_the_delete_is_stored() -> None:
+    """History written again on a deleted thread id (a migration stores its old checkpoints,
+    roots first, whose ids the tombstone covers): a call under a stored root is not the
+    deleted run's, and is stored."""
+    store, run, configs = deleted_under_a_node()
+    old_root = configs[0]["configurable"]["checkpoint_id"]
+    checkpoint = generate_checkpoint(checkpoint_id=old_root, channel_values={"a": ["again"]})
+    store.run(run._put_ops(generate_config(THREAD), checkpoint, generate_metadata(), {}))
+    ops, first = call_put_ops(memory_saver(), old_root)
+    stored = store.run(ops)
+    assert stored["configurable"]["checkpoint_id"] == first["id"]
+    kinds = sorted(d["kind"] for d in store.docs.values() if d.get("ns") == CALL_NS)
+    assert kinds == ["checkpoint", "head"]

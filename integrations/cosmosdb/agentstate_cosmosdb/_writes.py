@@ -365,13 +365,17 @@ class WriteOps(MaintenanceOps):
     ) -> Ops[None]:
         """Refuse a put or write of a subgraph call whose root checkpoint belongs to a run
         ``delete_thread`` deleted: its root's put was refused here, or (the call's first put
-        or write this process makes) the tombstone covers the root. What the call stored
-        before goes with the refusal."""
+        or write this process makes) the tombstone covers the root and the root is not
+        stored. What the call stored before goes with the refusal."""
         if (pk, thread_id, "", root) not in self._deleted_runs:
             if self._heads.get((pk, thread_id, ns)) is not None:
                 return  # the call stored here before, unrefused
             tomb = yield from read(tombstone_id(), pk)
             if tomb is None or not _covers(tomb, root):
+                return
+            # A stored root: history written again (a migration), or a delete still under
+            # way (which reads the thread again, the call included).
+            if (yield from read(checkpoint_doc_id("", root), pk)) is not None:
                 return
             self._deleted_runs.add((pk, thread_id, "", root))
         yield from self._remove_call_ops(pk, thread_id, ns)
