@@ -166,6 +166,9 @@ def test_a_call_under_a_root_the_tombstone_covers_stores_nothing() -> None:
     subgraph it calls afterwards is refused at its first put and first write."""
     store, run, configs = deleted_under_a_node()
     root = configs[-1]["configurable"]["checkpoint_id"]
+    # LangGraph reads the call's namespace first: the saver then remembers it has no head,
+    # which must not pass for a call stored here before.
+    assert store.run(run._get_tuple_ops(call_config(root))) is None
     ops, checkpoint = call_put_ops(run, root)
     with pytest.raises(CosmosThreadDeletedError, match="subgraph call"):
         store.run(ops)

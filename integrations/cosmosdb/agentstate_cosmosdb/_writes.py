@@ -368,8 +368,10 @@ class WriteOps(MaintenanceOps):
         or write this process makes) the tombstone covers the root and the root is not
         stored. What the call stored before goes with the refusal."""
         if (pk, thread_id, "", root) not in self._deleted_runs:
-            if self._heads.get((pk, thread_id, ns)) is not None:
-                return  # the call stored here before, unrefused
+            known = self._heads.get((pk, thread_id, ns))
+            if known is not None and not known.absent:
+                return  # the call stored here before, unrefused (a read found no head:
+                # get_tuple remembers that too, and it proves nothing)
             tomb = yield from read(tombstone_id(), pk)
             if tomb is None or not _covers(tomb, root):
                 return
