@@ -59,8 +59,9 @@ so what lands after the clean-up read the thread removes itself.
 
 **Subgraph calls.** A call's first put has no parent to be refused by; it is judged by its
 root checkpoint (LangGraph's ``checkpoint_map``): refused when this process refused the
-root's put, or (the call's first put or write this process makes: one read of the tombstone)
-when the tombstone covers the root. A call refused so removes its namespace whole (its
+root's put, or (until this process stored the call's first checkpoint: one read of the
+tombstone) when the tombstone covers the root and the root is not stored. A call refused so
+removes its namespace whole (its
 pending writes may have landed before any of its checkpoints, where the root's clean-up
 cannot tell them from a live call's).
 """
