@@ -302,3 +302,46 @@ def test_a_call_under_a_root_written_again_after_the_delete_is_stored() -> None:
     assert stored["configurable"]["checkpoint_id"] == first["id"]
     kinds = sorted(d["kind"] for d in store.docs.values() if d.get("ns") == CALL_NS)
     assert kinds == ["checkpoint", "head"]
+
+
+@pytest.mark.parametrize("first", ["delete", "root", "call"])
+def test_random_schedules_of_a_run_with_a_subgraph_call_and_delete(first: str) -> None:
+    """delete_thread beside a run whose next root checkpoint C3 has a subgraph call under it
+    (its first put, its writes, and the root's writes), one storage step at a time in random
+    order (``first`` starts ahead); then the call's next put, as LangGraph makes it. Only the
+    tombstone is left, and every error is CosmosThreadDeletedError."""
+    for seed in range(100):
+        rnd = random.Random(seed)
+        store = MemoryContainer()
+        run, other = memory_saver(), memory_saver()
+        configs = chain(run, store, [big(1), ["b"]])
+        root_ops, checkpoint = put_ops(run, configs[-1], ["c"])
+        root = checkpoint["id"]
+        call_ops, call_first = call_put_ops(run, root)
+        call_writes = call_config(root, call_first["id"])
+        root_writes = generate_config(THREAD, checkpoint_id=root)
+        steppers = {
+            "delete": Stepper(store, other._delete_thread_ops(THREAD)),
+            "root": Stepper(store, root_ops),
+            "call": Stepper(store, call_ops),
+            "call writes": Stepper(
+                store, run._put_writes_ops(call_writes, [("s", big(seed))], "t1", "p")
+            ),
+            "root writes": Stepper(store, run._put_writes_ops(root_writes, [("o", 1)], "t2", "p")),
+        }
+        for _ in range(rnd.randint(0, 6)):
+            if not steppers[first].done:
+                steppers[first].run_one()
+        live = [s for s in steppers.values() if not s.done]
+        while live:
+            stepper = rnd.choice(live)
+            try:
+                stepper.run_one()
+            except CosmosThreadDeletedError:
+                stepper.done = True
+            live = [s for s in steppers.values() if not s.done]
+        parent = call_config(root, call_first["id"])
+        ops, _ = call_put_ops(run, root, parent)
+        with contextlib.suppress(CosmosThreadDeletedError):
+            store.run(ops)
+        assert only_the_tombstone(store), (seed, sorted(d["kind"] for d in store.docs.values()))

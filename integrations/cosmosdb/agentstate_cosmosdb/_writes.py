@@ -59,9 +59,9 @@ so what lands after the clean-up read the thread removes itself.
 
 **Subgraph calls.** A call's first put has no parent to be refused by; it is judged by its
 root checkpoint (LangGraph's ``checkpoint_map``): refused when this process refused the
-root's put, or (until this process stored the call's first checkpoint: one read of the
-tombstone) when the tombstone covers the root and the root is not stored. A call refused so
-removes its namespace whole (its
+root's put, or (read after storing, until this process stored the call's first checkpoint:
+one read of the tombstone) when the tombstone covers the root and the root is not stored. A
+call refused so removes its namespace whole (its
 pending writes may have landed before any of its checkpoints, where the root's clean-up
 cannot tell them from a live call's).
 """
@@ -111,6 +111,7 @@ from agentstate_cosmosdb.ops import (
     Read,
     Replace,
     Sleep,
+    T,
     Upsert,
     batch,
     query,
@@ -187,12 +188,8 @@ class WriteOps(MaintenanceOps):
     ) -> Ops[RunnableConfig]:
         configurable = config["configurable"]
         call = self._call_of(configurable, metadata)
-        if call is not None:
-            yield from self._refuse_call_of_deleted_run_ops(*call)
-        stored = yield from self._store_put_ops(config, checkpoint, metadata, new_versions)
-        if call is not None:
-            yield from self._drop_call_of_refused_root_ops(*call)
-        return stored
+        store = self._store_put_ops(config, checkpoint, metadata, new_versions)
+        return (yield from (store if call is None else self._as_call_ops(call, store)))
 
     def _store_put_ops(
         self,
@@ -325,7 +322,7 @@ class WriteOps(MaintenanceOps):
         run), then remove what the run stored for it meanwhile: its pending writes and, for a
         root checkpoint, the subgraph calls started from it (their namespaces whole). The
         record comes first: a write or call stored after the removal reads the thread sees it
-        (see :meth:`_drop_call_of_refused_root_ops`)."""
+        (see :meth:`_as_call_ops`)."""
         self._deleted_runs.add((pk, thread_id, ns, checkpoint_id))
         yield from self._drop_writes_ops(pk, thread_id, ns, checkpoint_id)
         if ns == "":
@@ -361,38 +358,41 @@ class WriteOps(MaintenanceOps):
         thread_id = str(configurable["thread_id"])
         return partition_key(thread_id), thread_id, ns, str(root)
 
-    def _refuse_call_of_deleted_run_ops(
-        self, pk: str, thread_id: str, ns: str, root: str
-    ) -> Ops[None]:
-        """Refuse a put or write of a subgraph call whose root checkpoint belongs to a run
-        ``delete_thread`` deleted: its root's put was refused here, or (the call's first put
-        or write this process makes) the tombstone covers the root and the root is not
-        stored. What the call stored before goes with the refusal."""
-        if (pk, thread_id, "", root) not in self._deleted_runs:
-            known = self._heads.get((pk, thread_id, ns))
-            if known is not None and not known.absent:
-                return  # the call stored here before, unrefused (a read found no head:
-                # get_tuple remembers that too, and it proves nothing)
-            tomb = yield from read(tombstone_id(), pk)
-            if tomb is None or not _covers(tomb, root):
-                return
-            # A stored root: history written again (a migration), or a delete still under
-            # way (which reads the thread again, the call included).
-            if (yield from read(checkpoint_doc_id("", root), pk)) is not None:
-                return
-            self._deleted_runs.add((pk, thread_id, "", root))
-        yield from self._remove_call_ops(pk, thread_id, ns)
-        raise _call_of_deleted_run(thread_id, ns, root)
+    def _as_call_ops(self, call: tuple[str, str, str, str], store: Ops[T]) -> Ops[T]:
+        """Run ``store`` (a put or write of a subgraph call, ``(pk, thread id, namespace,
+        root checkpoint id)``) unless the call belongs to a run ``delete_thread`` deleted,
+        and remove the call's namespace (raising) when it turns out to afterwards.
 
-    def _drop_call_of_refused_root_ops(
-        self, pk: str, thread_id: str, ns: str, root: str
-    ) -> Ops[None]:
-        """After a subgraph call stored something: when its root's put was refused meanwhile
-        (``durability="async"`` runs them side by side), the root's clean-up may have read
-        the thread before it landed, so the call's namespace goes now, and it raises."""
-        if (pk, thread_id, "", root) in self._deleted_runs:
+        A call belongs to a deleted run when this process refused its root's put, or the
+        tombstone covers its root and the root is not stored. The latter is read after
+        storing, while the call's head is not known here (its first put, and writes before
+        it): a delete that removes the root after that read reads the thread again and finds
+        the call; one that removed it before is seen. ``durability="async"`` also runs the
+        root's put beside the call: a refusal of the root recorded meanwhile is seen after
+        storing too (its clean-up may have read the thread before the call landed).
+        """
+        pk, thread_id, ns, root = call
+        refused = (pk, thread_id, "", root)
+        if refused in self._deleted_runs:
             yield from self._remove_call_ops(pk, thread_id, ns)
             raise _call_of_deleted_run(thread_id, ns, root)
+        known = self._heads.get((pk, thread_id, ns))  # get_tuple also remembers "no head"
+        first = known is None or known.absent
+        result = yield from store
+        if first and refused not in self._deleted_runs:
+            tomb = yield from read(tombstone_id(), pk)
+            # A stored root is history written again (a migration, a copy), or a delete
+            # still under way (which reads the thread again, this call included).
+            if (
+                tomb is not None
+                and _covers(tomb, root)
+                and (yield from read(checkpoint_doc_id("", root), pk)) is None
+            ):
+                self._deleted_runs.add(refused)
+        if refused in self._deleted_runs:
+            yield from self._remove_call_ops(pk, thread_id, ns)
+            raise _call_of_deleted_run(thread_id, ns, root)
+        return result
 
     def _remove_call_ops(self, pk: str, thread_id: str, ns: str) -> Ops[None]:
         """Delete every document of one namespace of a deleted run (its head first)."""
@@ -683,11 +683,8 @@ class WriteOps(MaintenanceOps):
         if run in self._deleted_runs:
             raise _refused_with_their_checkpoint(thread_id, ns, checkpoint_id)
         call = self._call_of(configurable)
-        if call is not None:
-            yield from self._refuse_call_of_deleted_run_ops(*call)
-        yield from self._store_writes_ops(config, writes, task_id, task_path)
-        if call is not None:
-            yield from self._drop_call_of_refused_root_ops(*call)
+        store = self._store_writes_ops(config, writes, task_id, task_path)
+        yield from (store if call is None else self._as_call_ops(call, store))
         if run in self._deleted_runs:
             # Under durability="async" the put of this checkpoint runs beside these writes: it
             # was refused (the thread deleted) and its clean-up may have read the thread
