@@ -810,9 +810,14 @@ class PlanState:
             if self.raw is not None:
                 columns.append(self.raw)
         # The window's survivors in its place, in each list (in place: no list of the state
-        # is shared, each is the state's own; a window that keeps nothing is a memmove).
-        for column in columns:
-            column[start:end] = [column[p] for p in kept]
+        # is shared, each is the state's own). A window that keeps nothing (the common
+        # prune) is one memmove per list, without building an empty list for each.
+        if kept:
+            for column in columns:
+                column[start:end] = [column[p] for p in kept]
+        else:
+            for column in columns:
+                del column[start:end]
         if passes_question:
             self._opener = self._opener_after(pinned)
 
