@@ -683,7 +683,9 @@ class WriteOps(MaintenanceOps):
         if run in self._deleted_runs:
             raise _refused_with_their_checkpoint(thread_id, ns, checkpoint_id)
         call = self._call_of(configurable)
-        store = self._store_writes_ops(config, writes, task_id, task_path)
+        store = self._store_writes_ops(
+            (pk, thread_id, ns), checkpoint_id, writes, task_id, task_path
+        )
         yield from (store if call is None else self._as_call_ops(call, store))
         if run in self._deleted_runs:
             # Under durability="async" the put of this checkpoint runs beside these writes: it
@@ -695,16 +697,13 @@ class WriteOps(MaintenanceOps):
 
     def _store_writes_ops(
         self,
-        config: RunnableConfig,
+        key: HeadKey,
+        checkpoint_id: str,
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
     ) -> Ops[None]:
-        configurable = config["configurable"]
-        thread_id = str(configurable["thread_id"])
-        ns = str(configurable.get("checkpoint_ns", ""))
-        checkpoint_id = str(configurable["checkpoint_id"])
-        pk = partition_key(thread_id)
+        pk, thread_id, ns = key
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         # Large values get ids of their own per call, so a call whose entries are dropped
         # (the first write of a task and index wins) cannot replace a kept value; a special
@@ -756,7 +755,6 @@ class WriteOps(MaintenanceOps):
                 "checkpoint_id": checkpoint_id,
             }
         )
-        key: HeadKey = (pk, thread_id, ns)
 
         if special:
             # Writes to special channels replace the previous one of the same task and index.
