@@ -64,6 +64,14 @@ def raw_container(server: CosmosTestServer, container: str) -> Any:
     return client.get_database_client(DATABASE).get_container_client(container)
 
 
+def documents_left(server: CosmosTestServer, container: str) -> list[str]:
+    """Each document's id prefix and namespace, sorted (``t.''``: the tombstone)."""
+    docs = raw_container(server, container).query_items(
+        "SELECT * FROM c", enable_cross_partition_query=True
+    )
+    return sorted(f"{d['id'][:2]}{d.get('ns', '')!r}" for d in docs)
+
+
 def new_container() -> str:
     """A fresh container name, so tests never see each other's documents."""
     return f"c-{uuid.uuid4().hex[:12]}"

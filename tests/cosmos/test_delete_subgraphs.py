@@ -18,20 +18,13 @@ import pytest
 from agentstate_cosmosdb import CosmosDBSaver, CosmosThreadDeletedError
 from langgraph.graph import START, StateGraph
 
-from .conftest import DATABASE, CosmosTestServer, new_container, raw_container, saver_kwargs
+from .conftest import DATABASE, CosmosTestServer, documents_left, new_container, saver_kwargs
 
 pytestmark = pytest.mark.cosmos
 
 
 class Items(TypedDict, total=False):
     items: Annotated[list[str], operator.add]
-
-
-def _left(server: CosmosTestServer, container: str) -> list[str]:
-    docs = raw_container(server, container).query_items(
-        "SELECT * FROM c", enable_cross_partition_query=True
-    )
-    return sorted(f"{d['id'][:2]}{d.get('ns', '')!r}" for d in docs)
 
 
 def _sub() -> Any:
@@ -70,7 +63,7 @@ def _drive(server: CosmosTestServer, build: Any, durability: str) -> None:
         other.delete_thread("deleted-with-calls")
         gate.set()
         worker.join(30)
-        left = _left(server, container)
+        left = documents_left(server, container)
         assert len(failure) == 1 and isinstance(failure[0], CosmosThreadDeletedError), (
             failure,
             result,

@@ -337,7 +337,8 @@ class WriteOps(MaintenanceOps):
                 and d["parents"].get("") == checkpoint_id
             }
             for call_ns in sorted(calls):
-                yield from self._remove_call_ops(pk, thread_id, call_ns)
+                docs = [d for d in index if d["ns"] == call_ns]
+                yield from self._remove_call_ops(pk, thread_id, call_ns, docs)
 
     @staticmethod
     def _call_of(
@@ -394,12 +395,16 @@ class WriteOps(MaintenanceOps):
             raise _call_of_deleted_run(thread_id, ns, root)
         return result
 
-    def _remove_call_ops(self, pk: str, thread_id: str, ns: str) -> Ops[None]:
-        """Delete every document of one namespace of a deleted run (its head first)."""
+    def _remove_call_ops(
+        self, pk: str, thread_id: str, ns: str, index: Sequence[Mapping[str, Any]] | None = None
+    ) -> Ops[None]:
+        """Delete every document of one namespace of a deleted run (its head first): those of
+        ``index`` when the caller read them already, else those a query finds."""
         self._heads.drop((pk, thread_id, ns))
-        index = yield from query(
-            SELECT_NS_INDEX_SQL, (("@pk", pk), ("@thread_id", thread_id), ("@ns", ns)), pk
-        )
+        if index is None:
+            index = yield from query(
+                SELECT_NS_INDEX_SQL, (("@pk", pk), ("@thread_id", thread_id), ("@ns", ns)), pk
+            )
         yield from _delete_in_groups(pk, [str(d["id"]) for d in index if d["kind"] == KIND_HEAD])
         for wave in deletion_waves(pk, [d for d in index if d["kind"] != KIND_HEAD]):
             yield from _delete_in_groups(pk, [op.id for _, op in wave if isinstance(op, Delete)])
