@@ -429,10 +429,16 @@ class ReduceContext:
         for extra in [carried, []] if carried else [[]]:
             if summaries.remembers(conversation, [*folded, *extra, *plain]):
                 return summary_request(position, folded, [*extra, *plain])
-        newer = summaries.newer_than(conversation, folded, pruned)
-        if newer is not None:
+        found = summaries.newer_than(conversation, folded, pruned, self._messages[position:])
+        if found is not None:
             # The list holds older versions of the conversation's summary (a subgraph's list
             # from before its parent folded): they leave, and the newest one is folded.
+            newer, further = found
+            if further:
+                # That block also says the first messages this list keeps: a longer list
+                # sharing this one's start pruned them with it. They leave here too
+                # (handed over, not summarised again), so both lists hold the same.
+                self._take(list(range(position, position + further)), [], summarize=False)
             self.folded_summaries.extend(folded)
             self._elsewhere.add(id(newer))
             folded = [newer]

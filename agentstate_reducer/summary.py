@@ -237,6 +237,8 @@ def factory_builder(
 
 #: Summaries remembered per conversation and content (see :class:`SummaryMemory`).
 SUMMARY_MEMORY = 256
+#: The newest summary blocks remembered per conversation (see RunningSummary.newer_than).
+RECENT_BLOCKS = 8
 
 #: Messages owed to one conversation's next summary (see :meth:`RunningSummary.carry`).
 CARRIED_LIMIT = 1_000
@@ -330,9 +332,11 @@ class RunningSummary:
         # started with) brings old blocks and already summarised messages next to the block
         # that covers them; they leave with it instead of being summarised twice.
         self._lineage: OrderedDict[str, tuple[tuple[str, ...], frozenset[str]]] = OrderedDict()
-        # The newest block per conversation: a subgraph sharing its parent's messages
-        # prunes the list the parent had before its fold; that block already says it.
-        self._latest: OrderedDict[Hashable, Any] = OrderedDict()
+        # The newest blocks per conversation, newest first: a subgraph sharing its parent's
+        # messages prunes the list the parent had before its fold (or the parent's put,
+        # run late, prunes the list its subgraph had before its folds); one of those
+        # blocks already says it.
+        self._latest: OrderedDict[Hashable, tuple[Any, ...]] = OrderedDict()
         self._carried: OrderedDict[Hashable, list[Any]] = OrderedDict()
         # The conversations a reduce is making a summary for, each with the signal it
         # sets when done: another reduce of the same conversation waits, then sees that
@@ -354,47 +358,101 @@ class RunningSummary:
         self._lineage_lock = other._lineage_lock
 
     def remember_latest(self, namespace_key: Hashable, block: Any) -> None:
-        """Record ``block`` as the newest summary of the conversation ``namespace_key``."""
+        """Record ``block`` as the newest summary of the conversation ``namespace_key``,
+        unless the newest one already folded it: a replay of an older reduce (a put that
+        LangGraph's ``durability="async"`` runs after a subgraph's put went further, a
+        ``get_state``) rebuilds that older block, and making it the newest again would let
+        the next prune summarise what the newer block already says."""
+        block_id = id_of(block)
         with self._lineage_lock:
-            self._latest[namespace_key] = block
+            recent = self._latest.get(namespace_key, ())
+            if recent and block_id in self._walk_locked(recent[:1])[0]:
+                return
+            others = (b for b in recent if id_of(b) != block_id)
+            self._latest[namespace_key] = (block, *others)[:RECENT_BLOCKS]
             self._latest.move_to_end(namespace_key)
             while len(self._latest) > SUMMARY_MEMORY:
                 self._latest.popitem(last=False)
 
     def newer_than(
-        self, namespace_key: Hashable, folded: Sequence[Any], pruned: Sequence[Any]
-    ) -> Any:
+        self,
+        namespace_key: Hashable,
+        folded: Sequence[Any],
+        pruned: Sequence[Any],
+        following: Sequence[Any] = (),
+    ) -> tuple[Any, int] | None:
         """The conversation's newest block, when it is the summary of this same prune made
-        on a sibling list (a subgraph's): every block of ``folded`` was folded into it, and
-        everything it summarises is in ``folded`` or ``pruned``. Else None: a fork from an
-        older checkpoint keeps its own summary (the newest one speaks of messages it never
-        had), and another conversation never gets text about messages it does not hold."""
+        on a sibling list (a subgraph's, or the next put of the same run that LangGraph's
+        ``durability="async"`` stored first): every block of ``folded`` was folded into
+        it, and everything it summarises is in ``folded``, in ``pruned``, or among the
+        first messages of ``following`` (what this list keeps after the block's place: a
+        longer list sharing this one's start pruned further). Returns the block and how
+        many messages of ``following`` it says (they leave with this prune too). Else
+        None: a fork from an older checkpoint keeps its own summary (the newest one speaks
+        of messages it never had), and another conversation never gets text about
+        messages it does not hold."""
         with self._lineage_lock:
-            latest = self._latest.get(namespace_key)
-        if latest is None or id_of(latest) in {id_of(b) for b in folded}:
-            return None
-        if any(isinstance(m, dict) != isinstance(latest, dict) for m in (*folded, *pruned)):
-            return None  # a block of the other list kind
-        older, says = self._walk([latest])
-        if not says or not all(id_of(b) in older for b in folded):
+            recent = self._latest.get(namespace_key, ())
+        mine = {id_of(b) for b in folded}
+        if not recent or id_of(recent[0]) in mine:
             return None
         _, held = self._walk(folded)
-        return latest if says <= held | set(map(fingerprint, pruned)) else None
+        held |= set(map(fingerprint, pruned))
+        for block in recent:  # the newest block that is this prune, carried no further
+            if id_of(block) in mine:
+                return None  # older than what this list already folded
+            found = self._prune_of(block, folded, pruned, held, following)
+            if found is not None:
+                return block, found
+        return None
+
+    def _prune_of(
+        self,
+        block: Any,
+        folded: Sequence[Any],
+        pruned: Sequence[Any],
+        held: set[str],
+        following: Sequence[Any],
+    ) -> int | None:
+        """How many of ``following`` ``block`` says, when it folded every block of
+        ``folded`` and says nothing but ``held`` and a run of ``following``'s first
+        messages; else None."""
+        kind = isinstance(block, dict)
+        if any(isinstance(m, dict) != kind for m in (*folded, *pruned)):
+            return None  # a block of the other list kind
+        older, says = self._walk([block])
+        if not says or not all(id_of(b) in older for b in folded):
+            return None
+        rest = says - held
+        further = 0
+        for message in following:
+            if not rest:
+                break
+            mark = fingerprint(message)
+            if isinstance(message, dict) != kind or mark not in rest:
+                return None  # the block says a message this list keeps further on
+            rest.discard(mark)
+            further += 1
+        return None if rest else further
 
     def _walk(self, blocks: Sequence[Any]) -> tuple[set[str], set[str]]:
         """The block ids and message fingerprints ``blocks`` cover, through every fold."""
+        with self._lineage_lock:
+            return self._walk_locked(blocks)
+
+    def _walk_locked(self, blocks: Sequence[Any]) -> tuple[set[str], set[str]]:
+        """:meth:`_walk`, the lineage lock held by the caller."""
         blocks_seen: set[str] = set()
         messages_seen: set[str] = set()
-        with self._lineage_lock:
-            todo = [i for i in map(id_of, blocks) if isinstance(i, str)]
-            while todo:
-                block_id = todo.pop()
-                folded, pruned = self._lineage.get(block_id, ((), frozenset()))
-                messages_seen.update(pruned)
-                for older in folded:
-                    if older not in blocks_seen:
-                        blocks_seen.add(older)
-                        todo.append(older)
+        todo = [i for i in map(id_of, blocks) if isinstance(i, str)]
+        while todo:
+            block_id = todo.pop()
+            folded, pruned = self._lineage.get(block_id, ((), frozenset()))
+            messages_seen.update(pruned)
+            for older in folded:
+                if older not in blocks_seen:
+                    blocks_seen.add(older)
+                    todo.append(older)
         return blocks_seen, messages_seen
 
     def superseded(self, blocks: Sequence[Any]) -> set[int]:

@@ -421,25 +421,53 @@ def _merge_by_id(base: list[dict[str, Any]], update: list[dict[str, Any]]) -> li
     return merged
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=150, deadline=None)
 @example(  # the subgraph's steps prune what the parent then prunes on its own list
-    turns=2, sibling_steps=[0, 3, *[0] * 10], resumes=[False] * 12, replies=[1, 2, *[0] * 10]
+    turns=2,
+    sibling_steps=[0, 3, *[0] * 10],
+    resumes=[False] * 12,
+    replies=[1, 2, *[0] * 10],
+    orders=[[]] * 12,
+)
+@example(  # the parent's first put of a turn lands after the subgraph's (async durability):
+    # the subgraph folded further on a longer list, the parent prunes a shorter window
+    turns=2,
+    sibling_steps=[3, 3, *[0] * 10],
+    resumes=[False] * 12,
+    replies=[1, 1, *[0] * 10],
+    orders=[[], [False, True], *[[]] * 10],
+)
+@example(  # the parent's put replays a prune the subgraph made, after the subgraph folded
+    # that block into a newer one: the replayed (older) block must not become the newest
+    turns=3,
+    sibling_steps=[3] * 12,
+    resumes=[False] * 12,
+    replies=[2] * 12,
+    orders=[[], [True, False, False, False, True], *[[]] * 10],
 )
 @given(
     turns=st.integers(min_value=2, max_value=12),
     sibling_steps=st.lists(st.integers(min_value=0, max_value=3), min_size=12, max_size=12),
     resumes=st.lists(st.booleans(), min_size=12, max_size=12),
     replies=st.lists(st.integers(min_value=0, max_value=2), min_size=12, max_size=12),
+    orders=st.lists(st.lists(st.booleans(), max_size=8), min_size=12, max_size=12),
 )
 def test_sibling_lists_summarise_every_message_once(
-    turns: int, sibling_steps: list[int], resumes: list[bool], replies: list[int]
+    turns: int,
+    sibling_steps: list[int],
+    resumes: list[bool],
+    replies: list[int],
+    orders: list[list[bool]],
 ) -> None:
     """A parent graph and a subgraph sharing its messages, reduced by one reducer at each
     put, modelled on lists: a run loads the stored list and appends the question; the
     subgraph starts from the run's list (not reduced in memory) and adds steps; what it
     returns (its in-memory list, or after an interrupt its stored, reduced one) is merged
-    by id, and the parent stores that. Whatever the interleaving, ``summarize_fn`` receives
-    every message at most once and at most one earlier summary."""
+    by id, and the parent stores that. Under ``durability="async"`` the parent's puts of
+    a turn may land after any of the subgraph's (``orders``: True runs the parent's next
+    put, False the subgraph's; each keeps its own order), before the parent's last put.
+    Whatever the interleaving, ``summarize_fn`` receives every message at most once and
+    at most one earlier summary."""
     seen: list[str] = []
     priors: list[int] = []
 
@@ -463,20 +491,32 @@ def test_sibling_lists_summarise_every_message_once(
 
     stored: list[dict[str, Any]] = []
     for turn in range(turns):
-        live = [*stored, {"role": "user", "content": f"q{turn}", "id": f"q{turn}"}]
-        stored = put(live)
-        for i in range(replies[turn]):  # the parent's own nodes answer first, each a put
+        question = {"role": "user", "content": f"q{turn}", "id": f"q{turn}"}
+        live = [*stored, question]
+        # The parent's puts of this turn, in order: the input, then its own nodes' answers
+        # (each put builds on the list the previous one stored, as the wrapper does).
+        parent_adds: list[list[dict[str, Any]]] = [[*stored, question]]
+        for i in range(replies[turn]):
             reply = {"role": "assistant", "content": f"reply {turn}.{i}", "id": f"r{turn}.{i}"}
-            live, stored = [*live, reply], put([*stored, reply])
+            live = [*live, reply]
+            parent_adds.append([reply])
         steps = [
             {"role": "assistant", "content": f"step {turn}.{i}", "id": f"s{turn}.{i}"}
             for i in range(sibling_steps[turn])
         ]
         sub_live = [*live, *steps]
         # The subgraph's own puts: its input, then each of its steps on its reduced list.
-        sub_stored = put(live)
-        for step in steps:
-            sub_stored = put([*sub_stored, step])
+        sub_adds: list[list[dict[str, Any]]] = [list(live), *([step] for step in steps)]
+        parent_stored: list[dict[str, Any]] = []
+        sub_stored: list[dict[str, Any]] = []
+        choices = iter(orders[turn])
+        while parent_adds or sub_adds:
+            parent_next = next(choices, True) if parent_adds and sub_adds else bool(parent_adds)
+            if parent_next:
+                parent_stored = put([*parent_stored, *parent_adds.pop(0)])
+            else:
+                sub_stored = put([*sub_stored, *sub_adds.pop(0)])
+        stored = parent_stored
         if resumes[turn]:
             # Resumed after an interrupt: the parent reloads its stored list and the subgraph
             # returns its stored one, which may keep what the parent pruned and its own block.
