@@ -429,7 +429,11 @@ class ReduceContext:
         for extra in [carried, []] if carried else [[]]:
             if summaries.remembers(conversation, [*folded, *extra, *plain]):
                 return summary_request(position, folded, [*extra, *plain])
-        found = summaries.newer_than(conversation, folded, pruned, self._messages[position:])
+        # What a newer block may also say: the messages before the newest question (which
+        # a prune never takes), or before the last message when there is none.
+        question = self.state.newest_human()
+        stop = question if question is not None else len(self._messages) - 1
+        found = summaries.newer_than(conversation, folded, pruned, self._messages[position:stop])
         if found is not None:
             # The list holds older versions of the conversation's summary (a subgraph's list
             # from before its parent folded): they leave, and the newest one is folded.

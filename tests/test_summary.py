@@ -531,6 +531,47 @@ def test_sibling_lists_summarise_every_message_once(
     assert max(priors, default=0) <= 1
 
 
+def test_a_shorter_list_takes_a_longer_lists_block_and_what_it_says() -> None:
+    """A list that is the start of one reduced before it (a put LangGraph stored late)
+    takes the block the longer list made for its window, and prunes the messages that
+    block says as well: nothing reaches ``summarize_fn`` twice, each message reaches the
+    hook once, and both lists keep the same messages after the block."""
+    summarize = Summarizer()
+    handed: list[str] = []
+    reducer = injecting(
+        summarize,
+        min_messages=3,
+        max_messages=5,
+        preserve_first=False,
+        on_prune=[lambda pruned, _: handed.extend(m["id"] for m in pruned)],
+    )
+    turns = [("user", "u0"), ("assistant", "a0"), ("assistant", "a1"), ("assistant", "a2")]
+    turns += [("assistant", "a3"), ("user", "u1"), ("assistant", "a4")]
+    full = [{"role": role, "content": f"text {i}", "id": i} for role, i in turns]
+    longer = reducer.reduce(full[:7], namespace="c").surviving
+    shorter = reducer.reduce(full[:6], namespace="c").surviving
+    assert len(summarize.calls) == 1
+    assert [m["id"] for m in shorter if not is_summary(m)] == ["u1"]
+    assert shorter[0] is longer[0] and is_summary(shorter[0])
+    assert sorted(handed) == sorted(set(handed)) == ["a0", "a1", "a2", "a3", "u0"]
+
+
+def test_a_newer_block_never_takes_the_newest_question_of_a_shorter_list() -> None:
+    """A longer list with a newer question summarised the shorter list's newest question:
+    the shorter list does not take that block (a prune never takes the newest question);
+    it makes its own summary and keeps its question."""
+    summarize = Summarizer()
+    reducer = injecting(summarize, min_messages=2, max_messages=5, preserve_first=False)
+    turns = [("user", "u0"), ("assistant", "a0"), ("assistant", "a1"), ("user", "u1")]
+    turns += [("assistant", "a2"), ("assistant", "a3"), ("user", "u2"), ("assistant", "a4")]
+    full = [{"role": role, "content": f"text {i}", "id": i} for role, i in turns]
+    longer = reducer.reduce(full, namespace="c").surviving
+    assert "u1" not in [m["id"] for m in longer]
+    shorter = reducer.reduce(full[:6], namespace="c").surviving
+    assert "u1" in [m["id"] for m in shorter]
+    assert len(summarize.calls) == 2
+
+
 # -- where the block goes, and one summarizer call per reduce -----------------------------
 
 
