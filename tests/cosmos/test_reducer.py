@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 
 from agentstate_reducer import MessageReducer, ReducerConfig
 from agentstate_reducer.langgraph import ReducingCheckpointSaver
+from tests.langgraph_saver._graphs import assert_one_running_summary, summarise_a_subgraph_chat
 
 from .conftest import DATABASE, CosmosTestServer, new_container, saver_kwargs
 
@@ -129,3 +131,25 @@ def test_a_memory_outage_keeps_the_turn_and_hands_over_later(server: CosmosTestS
         assert len(stored) <= 3
         assert len(taken) == len(set(taken))
         assert set(taken) | {m.id for m in stored} >= {"q0", "q1", "q2", "q3"}
+
+
+@pytest.mark.parametrize("interrupts", [False, True], ids=["straight", "interrupt-in-subgraph"])
+def test_a_subgraph_sharing_the_messages_keeps_one_running_summary(
+    server: CosmosTestServer, interrupts: bool
+) -> None:
+    """A running summary over a graph whose subgraph shares the parent's messages, on the
+    real server under LangGraph's default durability ("async"), as
+    ReducingCheckpointSaver is tested (the orders a late put makes are drawn there, by
+    test_a_subgraph_whose_parent_puts_land_late_is_summarised_once): every message
+    reaches summarize_fn once and on_prune once, and the thread keeps one summary block."""
+    with ExitStack() as stack:
+
+        def saver_for(reducer: MessageReducer) -> CosmosDBSaver:
+            saver = CosmosDBSaver(
+                DATABASE, new_container(), reducer=reducer, **saver_kwargs(server)
+            )
+            return stack.enter_context(saver)
+
+        assert_one_running_summary(
+            *summarise_a_subgraph_chat(saver_for, f"subgraph-{interrupts}", interrupts)
+        )

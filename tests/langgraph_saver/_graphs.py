@@ -11,6 +11,7 @@ import asyncio
 import operator
 import threading
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Annotated, Any
 
@@ -19,11 +20,17 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
-from langgraph.types import interrupt
+from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
 from agentstate_reducer import Handoff, MessageReducer, ReducerConfig
-from agentstate_reducer.messages import id_of, tool_call_id_of, tool_call_ids_of
+from agentstate_reducer.messages import (
+    content_of,
+    id_of,
+    is_summary,
+    tool_call_id_of,
+    tool_call_ids_of,
+)
 from tests.scripted_model import add, calculator_model, provider_errors
 
 MIN, MAX = 6, 12
@@ -283,3 +290,87 @@ def assert_nothing_lost_or_twice(tuples: Iterable[CheckpointTuple], delivered: l
     assert len(delivered) == len(set(delivered)), "a message reached the hooks twice"
     lost = held - newest - set(delivered)
     assert not lost, f"lost: {sorted(map(str, lost))}"
+
+
+# -- a subgraph sharing its parent's messages, with a running summary ----------------------
+
+
+def subgraph_chat(saver: BaseCheckpointSaver[Any], *, interrupts: bool) -> Any:
+    """A parent answering, then a subgraph sharing its messages that works and (optionally)
+    waits for an approval: the subgraph's checkpoints live in their own namespace."""
+
+    def work(state: MessagesState) -> dict[str, Any]:
+        last = content_of(state["messages"][-1])
+        return {"messages": [AIMessage(f"step {i} on {last}") for i in range(3)]}
+
+    def approve(state: MessagesState) -> dict[str, Any]:
+        verdict = interrupt("approve?") if interrupts else "auto"
+        return {"messages": [AIMessage(f"approved {verdict}: {content_of(state['messages'][-1])}")]}
+
+    sub: StateGraph[Any] = StateGraph(MessagesState)
+    sub.add_node("work", work)
+    sub.add_node("approve", approve)
+    sub.add_edge(START, "work")
+    sub.add_edge("work", "approve")
+    parent: StateGraph[Any] = StateGraph(MessagesState)
+    parent.add_node(
+        "chat", lambda s: {"messages": [AIMessage(f"noted {s['messages'][-1].content}")]}
+    )
+    parent.add_node("sub", sub.compile())
+    parent.add_edge(START, "chat")
+    parent.add_edge("chat", "sub")
+    return parent.compile(checkpointer=saver)
+
+
+def summarise_a_subgraph_chat(
+    saver_for: Callable[[MessageReducer], BaseCheckpointSaver[Any]],
+    thread_id: str,
+    interrupts: bool,
+) -> tuple[Counter[str], list[int], list[Any]]:
+    """Six turns of :func:`subgraph_chat` with a running summary, on the saver
+    ``saver_for(reducer)`` (the saver reducing with that reducer): how often
+    each message reached ``summarize_fn``, how many earlier summaries each call got, and
+    the thread's final list (each message reaching the ``on_prune`` hook once is checked
+    here)."""
+    prior_blocks: list[int] = []
+    summarised: Counter[str] = Counter()
+    handed: Counter[str] = Counter()
+
+    def summarize(messages: list[Any]) -> str:
+        prior_blocks.append(sum(map(is_summary, messages)))
+        fresh = [str(content_of(m)) for m in messages if not is_summary(m)]
+        summarised.update(fresh)
+        prior = [str(content_of(m)).splitlines()[-1] for m in messages if is_summary(m)]
+        return " | ".join([*prior, *fresh])
+
+    r = MessageReducer(
+        config=ReducerConfig(
+            min_messages=4,
+            max_messages=6,
+            preserve_first="system",
+            summarize_fn=summarize,
+            inject_summary=True,
+            on_prune=[lambda pruned, _: handed.update(str(content_of(m)) for m in pruned)],
+        )
+    )
+    graph = subgraph_chat(saver_for(r), interrupts=interrupts)
+    cfg = config(thread_id)
+    for n in range(6):
+        graph.invoke({"messages": [HumanMessage(f"question {n}")]}, cfg)
+        if interrupts:
+            graph.invoke(Command(resume=f"yes {n}"), cfg)
+    assert handed and all(count == 1 for count in handed.values()), handed
+    return summarised, prior_blocks, graph.get_state(cfg).values["messages"]
+
+
+def assert_one_running_summary(
+    summarised: Counter[str], prior_blocks: list[int], messages: list[Any]
+) -> None:
+    assert prior_blocks and max(prior_blocks) <= 1
+    assert all(count == 1 for count in summarised.values()), summarised
+    blocks = [m for m in messages if is_summary(m)]
+    assert len(blocks) == 1
+    text = str(content_of(blocks[0])).splitlines()[-1]
+    items = text.split(" | ")
+    assert len(items) == len(set(items)), "a summary folded twice repeats its text"
+    assert "question 0" in items  # the earliest turn is still in the running summary

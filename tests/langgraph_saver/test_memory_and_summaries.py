@@ -31,7 +31,9 @@ from tests.langgraph_saver._graphs import (
     MAX,
     MIN,
     agent_graph,
+    assert_one_running_summary,
     config,
+    summarise_a_subgraph_chat,
     turn,
 )
 
@@ -236,89 +238,6 @@ def test_a_failing_prune_never_fails_the_put(caplog: pytest.LogCaptureFixture) -
     )
 
 
-def _subgraph_chat(saver: BaseCheckpointSaver[Any], *, interrupts: bool) -> Any:
-    """A parent answering, then a subgraph sharing its messages that works and (optionally)
-    waits for an approval: the subgraph's checkpoints live in their own namespace."""
-    from langchain_core.messages import AIMessage
-    from langgraph.graph import MessagesState
-    from langgraph.types import interrupt
-
-    def work(state: MessagesState) -> dict[str, Any]:
-        last = content_of(state["messages"][-1])
-        return {"messages": [AIMessage(f"step {i} on {last}") for i in range(3)]}
-
-    def approve(state: MessagesState) -> dict[str, Any]:
-        verdict = interrupt("approve?") if interrupts else "auto"
-        return {"messages": [AIMessage(f"approved {verdict}: {content_of(state['messages'][-1])}")]}
-
-    sub: StateGraph[Any] = StateGraph(MessagesState)
-    sub.add_node("work", work)
-    sub.add_node("approve", approve)
-    sub.add_edge(START, "work")
-    sub.add_edge("work", "approve")
-    parent: StateGraph[Any] = StateGraph(MessagesState)
-    parent.add_node(
-        "chat", lambda s: {"messages": [AIMessage(f"noted {s['messages'][-1].content}")]}
-    )
-    parent.add_node("sub", sub.compile())
-    parent.add_edge(START, "chat")
-    parent.add_edge("chat", "sub")
-    return parent.compile(checkpointer=saver)
-
-
-def _summarise_a_subgraph_chat(
-    inner: BaseCheckpointSaver[Any], thread_id: str, *, interrupts: bool
-) -> tuple[Counter[str], list[int], list[Any]]:
-    """Six turns of :func:`_subgraph_chat` over ``inner`` with a running summary: how often
-    each message reached ``summarize_fn``, how many earlier summaries each call got, and
-    the thread's final list (each message reaching the ``on_prune`` hook once is checked
-    here)."""
-    from langgraph.types import Command
-
-    prior_blocks: list[int] = []
-    summarised: Counter[str] = Counter()
-    handed: Counter[str] = Counter()
-
-    def summarize(messages: list[Any]) -> str:
-        prior_blocks.append(sum(map(is_summary, messages)))
-        fresh = [str(content_of(m)) for m in messages if not is_summary(m)]
-        summarised.update(fresh)
-        prior = [str(content_of(m)).splitlines()[-1] for m in messages if is_summary(m)]
-        return " | ".join([*prior, *fresh])
-
-    r = MessageReducer(
-        config=ReducerConfig(
-            min_messages=4,
-            max_messages=6,
-            preserve_first="system",
-            summarize_fn=summarize,
-            inject_summary=True,
-            on_prune=[lambda pruned, _: handed.update(str(content_of(m)) for m in pruned)],
-        )
-    )
-    graph = _subgraph_chat(ReducingCheckpointSaver(inner, r), interrupts=interrupts)
-    cfg = config(thread_id)
-    for n in range(6):
-        graph.invoke({"messages": [HumanMessage(f"question {n}")]}, cfg)
-        if interrupts:
-            graph.invoke(Command(resume=f"yes {n}"), cfg)
-    assert handed and all(count == 1 for count in handed.values()), handed
-    return summarised, prior_blocks, graph.get_state(cfg).values["messages"]
-
-
-def _assert_one_running_summary(
-    summarised: Counter[str], prior_blocks: list[int], messages: list[Any]
-) -> None:
-    assert prior_blocks and max(prior_blocks) <= 1
-    assert all(count == 1 for count in summarised.values()), summarised
-    blocks = [m for m in messages if is_summary(m)]
-    assert len(blocks) == 1
-    text = str(content_of(blocks[0])).splitlines()[-1]
-    items = text.split(" | ")
-    assert len(items) == len(set(items)), "a summary folded twice repeats its text"
-    assert "question 0" in items  # the earliest turn is still in the running summary
-
-
 @pytest.mark.parametrize("interrupts", [False, True], ids=["straight", "interrupt-in-subgraph"])
 def test_a_subgraph_sharing_the_messages_is_summarised_once_by_its_parent(
     sync_inner: BaseCheckpointSaver[Any], interrupts: bool
@@ -327,8 +246,10 @@ def test_a_subgraph_sharing_the_messages_is_summarised_once_by_its_parent(
     summary of their own, and a list the subgraph brings back after an interrupt (holding
     the summary from before the parent's last fold) does not fold that old summary twice.
     Every summarised message reaches the summarizer once, with at most one prior summary."""
-    _assert_one_running_summary(
-        *_summarise_a_subgraph_chat(sync_inner, f"subgraph-{interrupts}", interrupts=interrupts)
+    assert_one_running_summary(
+        *summarise_a_subgraph_chat(
+            lambda r: ReducingCheckpointSaver(sync_inner, r), f"subgraph-{interrupts}", interrupts
+        )
     )
 
 
@@ -359,11 +280,16 @@ def test_a_subgraph_whose_parent_puts_land_late_is_summarised_once(interrupts: b
     Before the fix about one seed in four summarised two or more messages twice, so 40
     seeds miss it about once in 100,000 runs."""
     for seed in range(40):
-        summarised, prior_blocks, messages = _summarise_a_subgraph_chat(
-            _LaggingSaver(seed), f"lagging-{seed}", interrupts=interrupts
+        lagging = _LaggingSaver(seed)
+
+        def wrapped(reducer: MessageReducer, inner: BaseCheckpointSaver[Any] = lagging) -> Any:
+            return ReducingCheckpointSaver(inner, reducer)
+
+        summarised, prior_blocks, messages = summarise_a_subgraph_chat(
+            wrapped, f"lagging-{seed}", interrupts
         )
         try:
-            _assert_one_running_summary(summarised, prior_blocks, messages)
+            assert_one_running_summary(summarised, prior_blocks, messages)
         except AssertionError as failed:
             raise AssertionError(f"seed {seed}: {failed}") from failed
 
