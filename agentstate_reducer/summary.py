@@ -358,16 +358,14 @@ class RunningSummary:
         self._lineage_lock = other._lineage_lock
 
     def remember_latest(self, namespace_key: Hashable, block: Any) -> None:
-        """Record ``block`` as the newest summary of the conversation ``namespace_key``,
-        unless the newest one already folded it: a replay of an older reduce (a put that
-        LangGraph's ``durability="async"`` runs after a subgraph's put went further, a
-        ``get_state``) rebuilds that older block, and making it the newest again would let
-        the next prune summarise what the newer block already says."""
+        """Record ``block`` as the newest summary of the conversation ``namespace_key``
+        (the blocks made before it stay candidates for :meth:`newer_than`: a replay of
+        an older reduce, a put that LangGraph's ``durability="async"`` ran late or a
+        fork's first put, rebuilds an older block, and the newer ones still speak for
+        the lists that went on)."""
         block_id = id_of(block)
         with self._lineage_lock:
             recent = self._latest.get(namespace_key, ())
-            if recent and block_id in self._walk_locked(recent[:1])[0]:
-                return
             others = (b for b in recent if id_of(b) != block_id)
             self._latest[namespace_key] = (block, *others)[:RECENT_BLOCKS]
             self._latest.move_to_end(namespace_key)
@@ -381,26 +379,30 @@ class RunningSummary:
         pruned: Sequence[Any],
         following: Sequence[Any] = (),
     ) -> tuple[Any, int] | None:
-        """The conversation's newest block, when it is the summary of this same prune made
-        on a sibling list (a subgraph's, or the next put of the same run that LangGraph's
+        """The most recent of the conversation's newest blocks (up to
+        :data:`RECENT_BLOCKS`) that is the summary of this same prune made on a sibling
+        list (a subgraph's, or the next put of the same run that LangGraph's
         ``durability="async"`` stored first): every block of ``folded`` was folded into
         it, and everything it summarises is in ``folded``, in ``pruned``, or among the
         first messages of ``following`` (what this list keeps after the block's place: a
         longer list sharing this one's start pruned further). Returns the block and how
         many messages of ``following`` it says (they leave with this prune too). Else
-        None: a fork from an older checkpoint keeps its own summary (the newest one speaks
+        None: a fork from an older checkpoint keeps its own summary (the newer ones speak
         of messages it never had), and another conversation never gets text about
         messages it does not hold."""
         with self._lineage_lock:
             recent = self._latest.get(namespace_key, ())
-        mine = {id_of(b) for b in folded}
-        if not recent or id_of(recent[0]) in mine:
+        if not recent:
             return None
+        mine = {id_of(b) for b in folded}
         _, held = self._walk(folded)
         held |= set(map(fingerprint, pruned))
-        for block in recent:  # the newest block that is this prune, carried no further
+        # The most recently made block that is this prune: recency only orders the
+        # candidates (a replayed or forked list makes an older block the most recent);
+        # what decides is the lineage, which _prune_of checks.
+        for block in recent:
             if id_of(block) in mine:
-                return None  # older than what this list already folded
+                continue
             found = self._prune_of(block, folded, pruned, held, following)
             if found is not None:
                 return block, found

@@ -33,6 +33,7 @@ from tests.langgraph_saver._graphs import (
     agent_graph,
     assert_one_running_summary,
     config,
+    subgraph_chat,
     summarise_a_subgraph_chat,
     turn,
 )
@@ -251,6 +252,55 @@ def test_a_subgraph_sharing_the_messages_is_summarised_once_by_its_parent(
             lambda r: ReducingCheckpointSaver(sync_inner, r), f"subgraph-{interrupts}", interrupts
         )
     )
+
+
+@pytest.mark.parametrize("back", [1, 2, 3, 4])
+def test_a_fork_made_with_update_state_is_summarised_once(back: int) -> None:
+    """Time travel with an edit, in the subgraph chat: update_state on the checkpoint that
+    ended the turn ``back`` turns ago, then four turns on that fork. The fork's first put
+    rebuilds a block the main line folded long ago; the fork's lists (the parent's and
+    the subgraph's) go on from it, and nothing reaches summarize_fn twice on the fork."""
+    from langchain_core.messages import AIMessage
+
+    fork_calls: list[list[str]] = []
+    on_fork = [False]
+
+    def summarize(messages: list[Any]) -> str:
+        if on_fork[0]:
+            fork_calls.append([str(content_of(m)) for m in messages if not is_summary(m)])
+        return f"summary of {len(messages)}"
+
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=4,
+            max_messages=6,
+            preserve_first="system",
+            summarize_fn=summarize,
+            inject_summary=True,
+        )
+    )
+    graph = subgraph_chat(ReducingCheckpointSaver(InMemorySaver(), reducer), interrupts=False)
+    cfg = config(f"fork-{back}")
+    for n in range(6):
+        graph.invoke({"messages": [HumanMessage(f"question {n}")]}, cfg, durability="sync")
+    ends = [
+        s
+        for s in graph.get_state_history(cfg)
+        if s.metadata is not None and s.metadata.get("source") == "loop" and not s.next
+    ]
+    on_fork[0] = True
+    fork = graph.update_state(ends[back].config, {"messages": [AIMessage("edited in")]})
+    for n in range(4):
+        graph.invoke(
+            {"messages": [HumanMessage(f"fork question {n}")]},
+            fork if n == 0 else cfg,
+            durability="sync",
+        )
+    assert fork_calls, "the fork must summarise"
+    summarised = Counter(text for call in fork_calls for text in call)
+    assert [text for text, count in summarised.items() if count > 1] == []
+    final = graph.get_state(cfg).values["messages"]
+    assert sum(map(is_summary, final)) == 1 and len(final) <= 6
 
 
 class _LaggingSaver(InMemorySaver):
