@@ -428,7 +428,7 @@ class ReduceContext:
         # twice): made as it was, before any other list's newer block can stand in.
         for extra in [carried, []] if carried else [[]]:
             if summaries.remembers(conversation, [*folded, *extra, *plain]):
-                return summary_request(position, folded, [*extra, *plain])
+                return summary_request(position, folded, [*extra, *plain], summaries.block_id)
         # What a newer block may also say: the messages before the newest question (which
         # a prune never takes), or before the last message when there is none.
         question = self.state.newest_human()
@@ -451,7 +451,7 @@ class ReduceContext:
             pruned = [m for i, m in enumerate(pruned) if i not in covered]
             if not pruned and len(folded) == 1:
                 return SummaryRequest(position, [], [], made=folded[0])  # nothing new
-        return summary_request(position, folded, [*carried, *pruned])
+        return summary_request(position, folded, [*carried, *pruned], summaries.block_id)
 
     # -- running the policy ----------------------------------------------------------------
 

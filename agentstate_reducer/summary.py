@@ -267,17 +267,25 @@ class SummaryRequest:
         return [*self.folded, *self.pruned]
 
 
-def summary_request(position: int, folded: list[Any], pruned: list[Any]) -> SummaryRequest:
+def summary_request(
+    position: int,
+    folded: list[Any],
+    pruned: list[Any],
+    block_id: Callable[[Any], str | None] = id_of,
+) -> SummaryRequest:
     """The summary request of a prune, recognising a block already made for it.
 
-    A folded block whose id is the id this prune's block would get (from the other folded
-    blocks and the pruned messages) is that block, made by the same reducer elsewhere: a
-    subgraph sharing the channel summarises, then its parent merges its list and prunes the
-    same messages. It is used as it is, without another ``summarize_fn`` call.
+    A folded block whose id (``block_id``; :meth:`RunningSummary.block_id` knows the
+    blocks of formats that carry none) is the id this prune's block would get (from the
+    other folded blocks and the pruned messages) is that block, made by the same reducer
+    elsewhere: a subgraph sharing the channel summarises, then its parent merges its list
+    and prunes the same messages. It is used as it is, without another ``summarize_fn``
+    call.
     """
     for index, block in enumerate(folded):
+        ident = block_id(block)
         others = folded[:index] + folded[index + 1 :]
-        if id_of(block) is not None and id_of(block) == summary_id(others, pruned):
+        if ident is not None and ident == summary_id(others, pruned):
             return SummaryRequest(position, others, pruned, made=block)
     return SummaryRequest(position, folded, pruned)
 
@@ -338,6 +346,10 @@ class RunningSummary:
         # blocks already says it.
         self._latest: OrderedDict[Hashable, tuple[Any, ...]] = OrderedDict()
         self._carried: OrderedDict[Hashable, list[Any]] = OrderedDict()
+        # The id of each block made here whose format carries none (Anthropic, Gemini,
+        # Bedrock, Responses, llama-index, plain OpenAI dicts), by the block's fingerprint;
+        # None when two blocks share one (the same text for two prunes: not told apart).
+        self._ids_by_mark: OrderedDict[str, str | None] = OrderedDict()
         # The conversations a reduce is making a summary for, each with the signal it
         # sets when done: another reduce of the same conversation waits, then sees that
         # block (so overlapping reduces summarise each message once).
@@ -354,8 +366,18 @@ class RunningSummary:
         self._lineage = other._lineage
         self._latest = other._latest
         self._carried = other._carried
+        self._ids_by_mark = other._ids_by_mark
         self._settling = other._settling
         self._lineage_lock = other._lineage_lock
+
+    def block_id(self, block: Any) -> str | None:
+        """The id of a summary block: its own, or for a block of a format that carries none
+        the id it was made with here (None when unknown, or when two blocks made here
+        look alike)."""
+        ident = id_of(block)
+        if isinstance(ident, str):
+            return ident
+        return self._ids_by_mark.get(fingerprint(block))
 
     def remember_latest(self, namespace_key: Hashable, block: Any) -> None:
         """Record ``block`` as the newest summary of the conversation ``namespace_key``
@@ -363,10 +385,10 @@ class RunningSummary:
         an older reduce, a put that LangGraph's ``durability="async"`` ran late or a
         fork's first put, rebuilds an older block, and the newer ones still speak for
         the lists that went on)."""
-        block_id = id_of(block)
+        block_id = self.block_id(block)
         with self._lineage_lock:
             recent = self._latest.get(namespace_key, ())
-            others = (b for b in recent if id_of(b) != block_id)
+            others = (b for b in recent if self.block_id(b) != block_id)
             self._latest[namespace_key] = (block, *others)[:RECENT_BLOCKS]
             self._latest.move_to_end(namespace_key)
             while len(self._latest) > SUMMARY_MEMORY:
@@ -394,14 +416,14 @@ class RunningSummary:
             recent = self._latest.get(namespace_key, ())
         if not recent:
             return None
-        mine = {id_of(b) for b in folded}
+        mine = {self.block_id(b) for b in folded}
         _, held = self._walk(folded)
         held |= set(map(fingerprint, pruned))
         # The most recently made block that is this prune: recency only orders the
         # candidates (a replayed or forked list makes an older block the most recent);
         # what decides is the lineage, which _prune_of checks.
         for block in recent:
-            if id_of(block) in mine:
+            if self.block_id(block) in mine:
                 continue
             found = self._prune_of(block, folded, pruned, held, following)
             if found is not None:
@@ -423,7 +445,7 @@ class RunningSummary:
         if any(isinstance(m, dict) != kind for m in (*folded, *pruned)):
             return None  # a block of the other list kind
         older, says = self._walk([block])
-        if not says or not all(id_of(b) in older for b in folded):
+        if not says or not all(self.block_id(b) in older for b in folded):
             return None
         rest = says - held
         further = 0
@@ -446,7 +468,7 @@ class RunningSummary:
         """:meth:`_walk`, the lineage lock held by the caller."""
         blocks_seen: set[str] = set()
         messages_seen: set[str] = set()
-        todo = [i for i in map(id_of, blocks) if isinstance(i, str)]
+        todo = [i for i in map(self.block_id, blocks) if isinstance(i, str)]
         while todo:
             block_id = todo.pop()
             folded, pruned = self._lineage.get(block_id, ((), frozenset()))
@@ -461,7 +483,7 @@ class RunningSummary:
         """Indexes of ``blocks`` already folded into another of ``blocks`` (by this reducer,
         in this process): their text is in that block, so they are not summarised again."""
         older, _ = self._walk(blocks)
-        return {i for i, block in enumerate(blocks) if id_of(block) in older}
+        return {i for i, block in enumerate(blocks) if self.block_id(block) in older}
 
     def covered(self, blocks: Sequence[Any], pruned: Sequence[Any]) -> set[int]:
         """Indexes of ``pruned`` messages ``blocks`` already summarise, as they are now (an
@@ -521,7 +543,7 @@ class RunningSummary:
         """The summary block for ``text``, in ``format`` (default: the one ``messages``
         are in) and the kind of message they hold, with its id."""
         block_id = summary_id(request.folded, request.pruned)
-        folded_ids = tuple(i for i in map(id_of, request.folded) if isinstance(i, str))
+        folded_ids = tuple(i for i in map(self.block_id, request.folded) if isinstance(i, str))
         with self._lineage_lock:
             self._lineage[block_id] = (folded_ids, frozenset(map(fingerprint, request.pruned)))
             self._lineage.move_to_end(block_id)
@@ -529,7 +551,22 @@ class RunningSummary:
                 self._lineage.popitem(last=False)
         position = request.position if messages else 0
         sample = messages or request.messages
-        return self._build(text, block_id, len(request.pruned), sample, position, format)
+        block = self._build(text, block_id, len(request.pruned), sample, position, format)
+        self._name_block(block, block_id)
+        return block
+
+    def _name_block(self, block: list[Any], block_id: str) -> None:
+        """Remember ``block_id`` for the messages of ``block`` that carry no id."""
+        marks = [fingerprint(m) for m in block if not isinstance(id_of(m), str)]
+        if not marks:
+            return
+        with self._lineage_lock:
+            known = self._ids_by_mark
+            for mark in marks:
+                known[mark] = block_id if known.get(mark, block_id) == block_id else None
+                known.move_to_end(mark)
+            while len(known) > SUMMARY_MEMORY:
+                known.popitem(last=False)
 
     def placeholder(
         self, messages: list[Any], position: int, format: MessageFormat | None = None

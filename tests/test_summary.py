@@ -531,6 +531,66 @@ def test_sibling_lists_summarise_every_message_once(
     assert max(priors, default=0) <= 1
 
 
+@settings(max_examples=150, deadline=None)
+@example(turns=3, sibling_steps=[2] * 12, replies=[1] * 12, orders=[[]] * 12)
+@given(
+    turns=st.integers(min_value=2, max_value=12),
+    sibling_steps=st.lists(st.integers(min_value=0, max_value=3), min_size=12, max_size=12),
+    replies=st.lists(st.integers(min_value=0, max_value=2), min_size=12, max_size=12),
+    orders=st.lists(st.lists(st.booleans(), max_size=8), min_size=12, max_size=12),
+)
+def test_sibling_lists_without_ids_summarise_every_message_once(
+    turns: int, sibling_steps: list[int], replies: list[int], orders: list[list[bool]]
+) -> None:
+    """The sibling lists of the test above in plain OpenAI dicts without ids, whose summary
+    blocks carry no id either (as in the formats a provider receives as they are): the
+    reducer knows its blocks by their content, so nothing reaches ``summarize_fn`` twice."""
+    seen: list[str] = []
+
+    def summarize(messages: list[Any]) -> str:
+        seen.extend(m["content"] for m in messages if not is_summary(m))
+        return f"summary {len(seen)}"
+
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=3,
+            max_messages=5,
+            preserve_first=False,
+            summarize_fn=summarize,
+            inject_summary=True,
+        )
+    )
+
+    def put(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return reducer.reduce(existing=messages, namespace="conversation").surviving
+
+    stored: list[dict[str, Any]] = []
+    for turn in range(turns):
+        question = {"role": "user", "content": f"q{turn}"}
+        live = [*stored, question]
+        parent_adds: list[list[dict[str, Any]]] = [[*stored, question]]
+        for i in range(replies[turn]):
+            reply = {"role": "assistant", "content": f"reply {turn}.{i}"}
+            live = [*live, reply]
+            parent_adds.append([reply])
+        steps = [
+            {"role": "assistant", "content": f"step {turn}.{i}"} for i in range(sibling_steps[turn])
+        ]
+        sub_adds: list[list[dict[str, Any]]] = [list(live), *([step] for step in steps)]
+        parent_stored: list[dict[str, Any]] = []
+        sub_stored: list[dict[str, Any]] = []
+        choices = iter(orders[turn])
+        while parent_adds or sub_adds:
+            parent_next = next(choices, True) if parent_adds and sub_adds else bool(parent_adds)
+            if parent_next:
+                parent_stored = put([*parent_stored, *parent_adds.pop(0)])
+            else:
+                sub_stored = put([*sub_stored, *sub_adds.pop(0)])
+        stored = put([*parent_stored, *steps])
+        assert all("id" not in m for m in stored)
+    assert len(seen) == len(set(seen)), "a message was summarised twice"
+
+
 def test_a_shorter_list_takes_a_longer_lists_block_and_what_it_says() -> None:
     """A list that is the start of one reduced before it (a put LangGraph stored late)
     takes the block the longer list made for its window, and prunes the messages that
