@@ -559,13 +559,13 @@ class ReduceContext:
             position = self._block_position()
             pruned = self._summary_pruned
             held = {fingerprint(m) for m in (*self._messages, *pruned)}
-            carried = summaries.carried(conversation, held)
+            carried = summaries.carried(conversation, held, self._summary_folded)
             request = self._summary_request(position, self._summary_folded, pruned, carried)
             if request.made is not None:
                 text = summary_of_block(request.made)
             else:
                 text = yield from summaries.summary_for(request, conversation)
-                summaries.settle_carried(conversation)
+                summaries.settle_carried(conversation, self._summary_folded)
             self._inject(request, text)
         finally:
             summaries.end(conversation, slot)
@@ -576,7 +576,8 @@ class ReduceContext:
             pruned_at = self.state.pruned_positions(end) if end is not None else []
             if pruned_at:
                 over = self._take(pruned_at, [], summarize=False)
-                summaries.carry(conversation, over)
+                owner = self.summary_messages[0] if self.summary_messages else None
+                summaries.carry(conversation, over, owner)
 
     def _inject(self, request: SummaryRequest, text: str | None) -> None:
         if text is not None:

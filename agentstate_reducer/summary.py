@@ -345,7 +345,8 @@ class RunningSummary:
         # run late, prunes the list its subgraph had before its folds); one of those
         # blocks already says it.
         self._latest: OrderedDict[Hashable, tuple[Any, ...]] = OrderedDict()
-        self._carried: OrderedDict[Hashable, list[Any]] = OrderedDict()
+        # Per conversation: (the block that owes them, message), oldest first (see carry).
+        self._carried: OrderedDict[Hashable, list[tuple[str | None, Any]]] = OrderedDict()
         # The id of each block made here whose format carries none (Anthropic, Gemini,
         # Bedrock, Responses, llama-index, plain OpenAI dicts), by the block's fingerprint;
         # None when two blocks share one (the same text for two prunes: not told apart).
@@ -635,17 +636,20 @@ class RunningSummary:
 
     # -- messages pruned after a block overflowed, owed to the next summary ----------------
 
-    def carry(self, namespace_key: Hashable, messages: Sequence[Any]) -> None:
+    def carry(self, namespace_key: Hashable, messages: Sequence[Any], owner: Any = None) -> None:
         """Owe ``messages`` to the conversation's next summary: a reduce pruned them to
-        make room for a block larger than planned, after its one ``summarize_fn`` call.
-        Bounded (the newest :data:`CARRIED_LIMIT` per conversation, the newest
-        :data:`SUMMARY_MEMORY` conversations); in the process only."""
+        make room for ``owner``, a block larger than planned, after its one
+        ``summarize_fn`` call. Only a summary that folds ``owner`` (or a block made from
+        it) takes them: a fork that never held them does not (no ``owner``: any summary of
+        the conversation). Bounded (the newest :data:`CARRIED_LIMIT` per conversation, the
+        newest :data:`SUMMARY_MEMORY` conversations); in the process only."""
         if not messages:
             return
+        owner_id = None if owner is None else self.block_id(owner)
         with self._lineage_lock:
             owed = self._carried.pop(namespace_key, [])
-            known = {fingerprint(m) for m in owed}
-            owed.extend(m for m in messages if fingerprint(m) not in known)
+            known = {fingerprint(m) for _, m in owed}
+            owed.extend((owner_id, m) for m in messages if fingerprint(m) not in known)
             if len(owed) > CARRIED_LIMIT:
                 logger.warning(
                     "%d messages pruned to make room for oversized summaries are owed to "
@@ -660,19 +664,32 @@ class RunningSummary:
             while len(self._carried) > SUMMARY_MEMORY:
                 self._carried.popitem(last=False)
 
-    def carried(self, namespace_key: Hashable, held: set[str]) -> list[Any]:
-        """The messages owed to the conversation's next summary, oldest first, without
-        those whose fingerprint is in ``held`` (still in the list, or pruned again: a fork,
-        or a reduce whose result was not kept)."""
+    def carried(
+        self, namespace_key: Hashable, held: set[str], folded: Sequence[Any] = ()
+    ) -> list[Any]:
+        """The messages owed to the next summary of a list folding ``folded``, oldest
+        first: those owed by one of those blocks or a block they were made from, without
+        those whose fingerprint is in ``held`` (still in the list, or pruned again: a
+        reduce whose result was not kept)."""
+        owners = self._owners(folded)
         with self._lineage_lock:
             owed = list(self._carried.get(namespace_key, ()))
-        return [m for m in owed if fingerprint(m) not in held]
+        return [m for owner, m in owed if owner in owners and fingerprint(m) not in held]
 
-    def settle_carried(self, namespace_key: Hashable) -> None:
-        """A summary of the conversation was made: nothing is owed any more (what was left
-        out is in the list, or in this summary's pruned messages)."""
+    def settle_carried(self, namespace_key: Hashable, folded: Sequence[Any] = ()) -> None:
+        """A summary folding ``folded`` was made: what those blocks owed is paid (it is in
+        the list, or in this summary's pruned messages); other lists' debts stay."""
+        owners = self._owners(folded)
         with self._lineage_lock:
-            self._carried.pop(namespace_key, None)
+            owed = self._carried.get(namespace_key)
+            if owed is not None:
+                owed[:] = [(owner, m) for owner, m in owed if owner not in owners]
+
+    def _owners(self, folded: Sequence[Any]) -> set[str | None]:
+        """The blocks whose debts a summary folding ``folded`` pays: those blocks, every
+        block they were made from, and None (a debt of no known block)."""
+        older, _ = self._walk(folded)
+        return {None, *older, *map(self.block_id, folded)}
 
     def reserve(self, state: PlanState, messages: list[Any]) -> int:
         """Room a summarising prune leaves for the block: messages in count mode, tokens in

@@ -751,6 +751,54 @@ def test_a_summary_larger_than_its_room_costs_no_second_call() -> None:
     assert len(summarised) == len(set(summarised)), "a message was summarised twice"
 
 
+def test_messages_carried_after_an_overflow_go_only_to_lists_that_fold_that_block() -> None:
+    """A block larger than its room makes its reduce prune a tool pair more and owe it to
+    the next summary; a fork of the same conversation (sharing only the first messages,
+    never folding that block) does not get those messages in its summary (its block
+    would speak of messages it never held), and the list that folds the block does."""
+    got: list[list[str]] = []
+
+    def summarize(messages: list[Any]) -> str:
+        got.append([str(m["content"]) for m in messages if not is_summary(m)])
+        return f"summary {len(got)}"
+
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=3,
+            max_messages=5,
+            preserve_first=False,
+            summarize_fn=summarize,
+            inject_summary=True,
+            format="anthropic",
+        )
+    )
+
+    def call(n: int) -> list[dict[str, Any]]:
+        use = {"type": "tool_use", "id": f"t{n}", "name": "f", "input": {}}
+        result = {"type": "tool_result", "tool_use_id": f"t{n}", "content": f"result {n}"}
+        return [{"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
+
+    def user(text: str) -> dict[str, Any]:
+        return {"role": "user", "content": text}
+
+    def assistant(text: str) -> dict[str, Any]:
+        return {"role": "assistant", "content": text}
+
+    start = [user("q1"), assistant("a1"), user("q2")]
+    main = [*start, *call(1), assistant("a2"), user("q3"), *call(2), *call(3), assistant("a3")]
+    first = reducer.reduce(main, namespace="c")
+    summarised = {text for call_texts in got for text in call_texts}
+    owed = [m for m in first.pruned if str(m["content"]) not in summarised]
+    assert owed, "the block must outgrow its room (the test's premise)"
+    owed_texts = {str(m["content"]) for m in owed}
+    fork = [*start, assistant("other"), user("q9"), *call(7), *call(8), assistant("done")]
+    reducer.reduce(fork, namespace="c")
+    assert not owed_texts & set(got[-1]), "the fork's summary got another list's messages"
+    more = [assistant(f"more {n}") for n in range(4)]
+    reducer.reduce([*first.surviving, user("q4"), *more], namespace="c")
+    assert owed_texts <= set(got[-1]), "the list folding the block gets what it owes"
+
+
 @pytest.mark.parametrize("derived", [False, True], ids=["same-reducer", "with_config"])
 def test_overlapping_reduces_of_a_conversation_make_one_summary(derived: bool) -> None:
     """Two reduces of the same list at once (a double-submitted request; or the agent
