@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -421,6 +422,28 @@ def _merge_by_id(base: list[dict[str, Any]], update: list[dict[str, Any]]) -> li
     return merged
 
 
+def _interleave(
+    put: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    parent_adds: list[list[dict[str, Any]]],
+    sub_adds: list[list[dict[str, Any]]],
+    order: list[bool],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The puts of a parent and of its subgraph in one turn, each list of puts in its own
+    order, interleaved by ``order`` (True: the parent's next put, False: the subgraph's;
+    the parent's first once ``order`` runs out): each put stores what the previous put of
+    its list stored plus what it adds. The two lists last stored."""
+    parent: list[dict[str, Any]] = []
+    sub: list[dict[str, Any]] = []
+    choices = iter(order)
+    while parent_adds or sub_adds:
+        parent_next = next(choices, True) if parent_adds and sub_adds else bool(parent_adds)
+        if parent_next:
+            parent = put([*parent, *parent_adds.pop(0)])
+        else:
+            sub = put([*sub, *sub_adds.pop(0)])
+    return parent, sub
+
+
 @settings(max_examples=150, deadline=None)
 @example(  # the subgraph's steps prune what the parent then prunes on its own list
     turns=2,
@@ -507,16 +530,7 @@ def test_sibling_lists_summarise_every_message_once(
         sub_live = [*live, *steps]
         # The subgraph's own puts: its input, then each of its steps on its reduced list.
         sub_adds: list[list[dict[str, Any]]] = [list(live), *([step] for step in steps)]
-        parent_stored: list[dict[str, Any]] = []
-        sub_stored: list[dict[str, Any]] = []
-        choices = iter(orders[turn])
-        while parent_adds or sub_adds:
-            parent_next = next(choices, True) if parent_adds and sub_adds else bool(parent_adds)
-            if parent_next:
-                parent_stored = put([*parent_stored, *parent_adds.pop(0)])
-            else:
-                sub_stored = put([*sub_stored, *sub_adds.pop(0)])
-        stored = parent_stored
+        stored, sub_stored = _interleave(put, parent_adds, sub_adds, orders[turn])
         if resumes[turn]:
             # Resumed after an interrupt: the parent reloads its stored list and the subgraph
             # returns its stored one, which may keep what the parent pruned and its own block.
@@ -577,15 +591,7 @@ def test_sibling_lists_without_ids_summarise_every_message_once(
             {"role": "assistant", "content": f"step {turn}.{i}"} for i in range(sibling_steps[turn])
         ]
         sub_adds: list[list[dict[str, Any]]] = [list(live), *([step] for step in steps)]
-        parent_stored: list[dict[str, Any]] = []
-        sub_stored: list[dict[str, Any]] = []
-        choices = iter(orders[turn])
-        while parent_adds or sub_adds:
-            parent_next = next(choices, True) if parent_adds and sub_adds else bool(parent_adds)
-            if parent_next:
-                parent_stored = put([*parent_stored, *parent_adds.pop(0)])
-            else:
-                sub_stored = put([*sub_stored, *sub_adds.pop(0)])
+        parent_stored, _ = _interleave(put, parent_adds, sub_adds, orders[turn])
         stored = put([*parent_stored, *steps])
         assert all("id" not in m for m in stored)
     assert len(seen) == len(set(seen)), "a message was summarised twice"
