@@ -417,6 +417,7 @@ class RunningSummary:
             recent = self._latest.get(namespace_key, ())
         if not recent:
             return None
+        kinds = {isinstance(m, dict) for m in (*folded, *pruned)}
         mine = {self.block_id(b) for b in folded}
         _, held = self._walk(folded)
         held |= set(map(fingerprint, pruned))
@@ -424,27 +425,20 @@ class RunningSummary:
         # candidates (a replayed or forked list makes an older block the most recent);
         # what decides is the lineage, which _prune_of checks.
         for block in recent:
-            if self.block_id(block) in mine:
-                continue
-            found = self._prune_of(block, folded, pruned, held, following)
+            if self.block_id(block) in mine or kinds - {isinstance(block, dict)}:
+                continue  # this list's own block, or a block of the other list kind
+            found = self._prune_of(block, folded, held, following)
             if found is not None:
                 return block, found
         return None
 
     def _prune_of(
-        self,
-        block: Any,
-        folded: Sequence[Any],
-        pruned: Sequence[Any],
-        held: set[str],
-        following: Sequence[Any],
+        self, block: Any, folded: Sequence[Any], held: set[str], following: Sequence[Any]
     ) -> int | None:
         """How many of ``following`` ``block`` says, when it folded every block of
         ``folded`` and says nothing but ``held`` and a run of ``following``'s first
         messages; else None."""
         kind = isinstance(block, dict)
-        if any(isinstance(m, dict) != kind for m in (*folded, *pruned)):
-            return None  # a block of the other list kind
         older, says = self._walk([block])
         if not says or not all(self.block_id(b) in older for b in folded):
             return None
