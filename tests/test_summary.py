@@ -422,6 +422,27 @@ def _merge_by_id(base: list[dict[str, Any]], update: list[dict[str, Any]]) -> li
     return merged
 
 
+def _sibling_put(
+    summarize: Callable[[list[Any]], str],
+) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """The put of the sibling-list models: one reducer (3..5 messages, a running summary
+    by ``summarize``) reducing every list of one conversation."""
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=3,
+            max_messages=5,
+            preserve_first=False,
+            summarize_fn=summarize,
+            inject_summary=True,
+        )
+    )
+
+    def put(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return reducer.reduce(existing=messages, namespace="conversation").surviving
+
+    return put
+
+
 def _interleave(
     put: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
     parent_adds: list[list[dict[str, Any]]],
@@ -499,18 +520,7 @@ def test_sibling_lists_summarise_every_message_once(
         seen.extend(m["id"] for m in messages if not is_summary(m))
         return f"summary {len(priors)}"
 
-    reducer = MessageReducer(
-        config=ReducerConfig(
-            min_messages=3,
-            max_messages=5,
-            preserve_first=False,
-            summarize_fn=summarize,
-            inject_summary=True,
-        )
-    )
-
-    def put(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return reducer.reduce(existing=messages, namespace="conversation").surviving
+    put = _sibling_put(summarize)
 
     stored: list[dict[str, Any]] = []
     for turn in range(turns):
@@ -565,18 +575,7 @@ def test_sibling_lists_without_ids_summarise_every_message_once(
         seen.extend(m["content"] for m in messages if not is_summary(m))
         return f"summary {len(seen)}"
 
-    reducer = MessageReducer(
-        config=ReducerConfig(
-            min_messages=3,
-            max_messages=5,
-            preserve_first=False,
-            summarize_fn=summarize,
-            inject_summary=True,
-        )
-    )
-
-    def put(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return reducer.reduce(existing=messages, namespace="conversation").surviving
+    put = _sibling_put(summarize)
 
     stored: list[dict[str, Any]] = []
     for turn in range(turns):
