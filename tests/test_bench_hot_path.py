@@ -15,9 +15,9 @@ SCRIPT = ROOT / "bench" / "hot_path.py"
 
 
 def test_a_small_run_prints_every_row_and_a_target_for_each() -> None:
-    """Rows 1, 2 and 5 are measured with their targets; rows 3 and 4 say the peer did not
-    run; the channel kept every list within its bound, with tool pairs and the newest
-    message."""
+    """Rows 1, 2 and 5 are measured with their targets, the channel with the default
+    estimate beside them for reference (no target); rows 3 and 4 say the peer did not run;
+    the channel kept every list within its bound, with tool pairs and the newest message."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, str(SCRIPT), "--no-peer", "--turns", "60", "--repeat", "1"]
     proc = subprocess.run(
@@ -33,6 +33,7 @@ def test_a_small_run_prints_every_row_and_a_target_for_each() -> None:
     table = "\n".join(line for line in lines if not line.startswith("RESULT "))
     for row in (
         "channel reducer, count 40..80",
+        "channel reducer, 8,000 tokens (approximate)",
         "channel reducer, 8,000 tokens, default estimate",
         "reduce per turn, 8,000 tokens",
         "reduce per turn, count 40..80",
@@ -44,9 +45,15 @@ def test_a_small_run_prints_every_row_and_a_target_for_each() -> None:
     assert result["bench"] == "hot_path"
     assert set(result["targets"]) <= set(result["ratios"])
     assert len(result["targets"]) == 4  # rows 1, 2 and the estimate's two (no peer rows)
-    for mode in ("count", "tokens"):
+    assert not any("default estimate" in label for label in result["targets"])
+    assert "for reference (no target)" in table
+    for mode in ("count", "tokens", "estimate"):
         figures = result["channel"][mode]
         assert figures["over"] == figures["pairs_broken"] == figures["newest_lost"] == 0
         assert figures["ms_per_turn"] > 0 and figures["floor_ms_per_turn"] > 0
     assert result["channel"]["count"]["max_messages"] <= 80
+    for mode in ("count", "tokens"):  # where a reduce's time goes, turns that fit and prune
+        split = result["reduce"]["ours"][mode]
+        assert split["fit_us"] > 0 and split["prune_us"] > 0
+        assert 0 < split["prunes"] < 60
     assert len(result["estimate"]["kinds"]) == 40
