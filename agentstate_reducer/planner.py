@@ -291,7 +291,7 @@ class PlanState:
                 if role == HUMAN:
                     human_seqs.append(seq)
                     self._opener = _NO_LINK
-                elif view.thinking and at and seq_of[at - 1] == self._pinned():
+                elif view.thinking and at and self._follows_question(at):
                     self._opener = seq
                 if prunable and cascade and role == AI:
                     if view.joins and at > start and prunable_of[at - 1]:
@@ -822,15 +822,32 @@ class PlanState:
             self._opener = self._opener_after(pinned)
 
     def _opener_after(self, pinned: int) -> int:
-        """The seq of the message right after the newest question (seq ``pinned``) when it
-        is an ai message holding a thinking block (the turn's opener, as :meth:`extend`
-        marks it), else -1."""
+        """The seq of the message right after the newest question (seq ``pinned``), past
+        any summary block, when it is an ai message holding a thinking block (the turn's
+        opener, as :meth:`extend` marks it), else -1."""
+        views = self.views
         after = bisect_left(self._seq, pinned) + 1
-        if after < len(self.views):
-            view = self.views[after]
-            if view.role == AI and view.thinking and not view.summary:
+        while after < len(views) and views[after].summary:
+            after += 1
+        if after < len(views):
+            view = views[after]
+            if view.role == AI and view.thinking:
                 return self._seq[after]
         return _NO_LINK
+
+    def _follows_question(self, position: int) -> bool:
+        """Whether the message at ``position`` comes right after the newest question, or
+        after it and summary blocks only: a summarising prune puts its block between the
+        kept question and the rest, and the ai message after the block still opens the
+        question's turn (with a two-message block, the filler is a user message too)."""
+        pinned = self._pinned()
+        if pinned == _NO_LINK:
+            return False
+        views = self.views
+        before = position - 1
+        while before >= 0 and views[before].summary:
+            before -= 1
+        return before >= 0 and self._seq[before] == pinned
 
     def replace(self, position: int, view: MessageView, tokens: int = 0) -> None:
         """Swap in a message whose content changed (same role, id and tool calls)."""

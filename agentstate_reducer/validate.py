@@ -257,10 +257,25 @@ def _thinking(views: Sequence[MessageView]) -> list[Problem]:
     """The newest turn's tool loop opened without the thinking block the list uses."""
     if not any(view.thinking for view in views):
         return []
-    question = next((i for i in range(len(views) - 1, -1, -1) if views[i].role == HUMAN), None)
+    # A summary block is not a turn (its filler is no question, its summary no opener).
+    question = next(
+        (
+            i
+            for i in range(len(views) - 1, -1, -1)
+            if views[i].role == HUMAN and not views[i].summary
+        ),
+        None,
+    )
     if question is None:
         return []
-    opener = next((i for i in range(question + 1, len(views)) if views[i].role == AI), None)
+    opener = next(
+        (
+            i
+            for i in range(question + 1, len(views))
+            if views[i].role == AI and not views[i].summary
+        ),
+        None,
+    )
     if opener is None or views[opener].thinking or not views[opener].call_ids:
         return []
     if views[-1].role == AI and not views[-1].call_ids:

@@ -847,6 +847,59 @@ def test_the_newest_turns_thinking_block_stays_while_its_tool_loop_does(
     assert TURN_WITHOUT_THINKING not in kinds
 
 
+@pytest.mark.parametrize("block", ["thinking", "redacted_thinking"])
+def test_a_summary_block_between_the_question_and_its_thinking_opener_keeps_the_opener(
+    block: str,
+) -> None:
+    """A running summary put its block (summary and filler, Anthropic's roles alternate)
+    between the newest question and the step that opens its tool loop with thinking: the
+    next reduce still knows that step as the turn's opener, so a reduce of the same list
+    with nothing new prunes nothing and summarises nothing, and the opener stays."""
+    calls: list[int] = []
+
+    def summarize(messages: list[Any]) -> str:
+        calls.append(len(messages))
+        return f"summary of {len(messages)} messages"
+
+    def use(i: int) -> dict[str, Any]:
+        return {"type": "tool_use", "id": f"toolu_{i}", "name": "search", "input": {"q": str(i)}}
+
+    def results(*ids: int) -> dict[str, Any]:
+        content = [
+            {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "r"} for i in ids
+        ]
+        return {"role": "user", "content": content}
+
+    thinking = (
+        {"type": "thinking", "thinking": "plan", "signature": "sig"}
+        if block == "thinking"
+        else {"type": "redacted_thinking", "data": "opaque"}
+    )
+    opener = {"role": "assistant", "content": [thinking, use(1)]}
+    question = {"role": "user", "content": [{"type": "text", "text": "Research the weather."}]}
+    loop = [
+        results(1),
+        {"role": "assistant", "content": [{"type": "text", "text": "let me check"}, use(2)]},
+        results(2),
+        {"role": "assistant", "content": [use(3), use(4)]},
+        results(3, 4),
+    ]
+    config = ReducerConfig(
+        min_messages=3, max_messages=4, summarize_fn=summarize, inject_summary=True
+    )
+    reducer = MessageReducer(config=config)
+    first = reducer.reduce([question, opener], loop)
+    assert calls == [2] and opener in first.surviving
+    assert first.summary_messages and len(first.summary_messages) == 2  # summary and filler
+    again = reducer.reduce(first.surviving)
+    assert again.pruned == [] and calls == [2]
+    assert again.surviving == first.surviving
+    fresh = MessageReducer(config=config).reduce(first.surviving)
+    assert fresh.pruned == [] and calls == [2]
+    kinds = {p.kind for p in reducer.validate(first.surviving).problems}
+    assert TURN_WITHOUT_THINKING not in kinds
+
+
 @pytest.mark.parametrize("fmt", _THINKING_FORMATS)
 def test_validate_reports_a_tool_loop_that_lost_its_thinking_block(fmt: str) -> None:
     """A list that uses thinking and whose newest turn opens with a tool call without a
@@ -933,6 +986,60 @@ def test_media_a_tool_returns_counts_at_the_fixed_media_cost(shape: str) -> None
     reducer = MessageReducer(config=ReducerConfig(max_tokens=4000))
     assert parts_of(message).images == 1, shape
     assert 85 <= reducer.count_tokens(message) < 300, shape
+
+
+@pytest.mark.parametrize("shape", [s for s in _screenshot_results() if "ToolMessage" not in s])
+def test_a_message_of_results_holding_media_is_a_result_not_a_question(shape: str) -> None:
+    """Media a tool returned is the result's, not the user's: a message holding only
+    results is still read as results (never the newest question), screenshots or not."""
+    view = read_view(_screenshot_results()[shape])
+    assert view.role == "tool", (shape, view.role)
+    assert view.results_for == ("t1",), shape
+
+
+def _screenshot_step(fmt: str, step: int) -> list[dict[str, Any]]:
+    """One step of a computer-use loop: a call (the first opens with a thinking block) and
+    its result, which holds a screenshot."""
+    if fmt == "anthropic":
+        thinking = [{"type": "thinking", "thinking": "plan the clicks", "signature": "sig"}]
+        call = {"type": "tool_use", "id": f"t{step}", "name": "computer", "input": {}}
+        shot = {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"},
+        }
+        result = {"type": "tool_result", "tool_use_id": f"t{step}", "content": [shot]}
+    else:
+        thinking = [{"reasoningContent": {"reasoningText": {"text": "plan", "signature": "sig"}}}]
+        call = {"toolUse": {"toolUseId": f"t{step}", "name": "computer", "input": {}}}
+        shot = {"image": {"format": "png", "source": {"bytes": b"png"}}}
+        result = {"toolResult": {"toolUseId": f"t{step}", "content": [{"text": "ok"}, shot]}}
+    opener = thinking if step == 0 else []
+    return [
+        {"role": "assistant", "content": [*opener, call]},
+        {"role": "user", "content": [result]},
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "bedrock"])
+@pytest.mark.parametrize("window", [{"min_messages": 4, "max_messages": 8}, {"max_tokens": 400}])
+def test_a_screenshot_loop_keeps_its_thinking_opener_and_stays_bounded(
+    fmt: str, window: dict[str, Any]
+) -> None:
+    """A computer-use loop under one question, fed a message at a time, each result holding
+    a screenshot: the loop is bounded and the step that opens the turn with its thinking
+    block stays (a result with an image once read as a new question, which let it go)."""
+    text: Any = "Open the settings." if fmt == "anthropic" else [{"text": "Open the settings."}]
+    question = {"role": "user", "content": text}
+    reducer = MessageReducer(config=ReducerConfig(**window))
+    kept = reducer.reduce([], [question]).surviving
+    steps = [m for step in range(30) for m in _screenshot_step(fmt, step)]
+    for message in steps:
+        kept = reducer.reduce(kept, [message]).surviving
+    assert len(kept) < 1 + len(steps)  # the loop was bounded
+    assert kept[0] is question and steps[0] in kept and steps[1] in kept, [
+        m["content"] for m in kept[:3]
+    ]
+    assert reducer.validate(kept).problems == []
 
 
 # -- TruncateLargest and parallel results ----------------------------------------------

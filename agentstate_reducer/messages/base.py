@@ -332,6 +332,8 @@ class Parsed:
         "images",
         "joins",
         "raw_role",
+        "result_extras",
+        "result_media",
         "results",
         "role",
         "slots",
@@ -354,6 +356,11 @@ class Parsed:
         :func:`function_call_key` of the function's name)."""
         self.texts: list[str] = []
         self.images = 0
+        # What a tool result holds beside its text (media a tool returned, Gemini's extra
+        # response parts): counted with the message, but not the message's own content, so
+        # a message of results alone stays a result, never a question.
+        self.result_media = 0
+        self.result_extras: list[str] = []
         self.slots: list[Slot] = []
         self.summary = False
         self.joins = 0
@@ -394,9 +401,9 @@ class Parsed:
         self.flaws.append((kind, detail))
 
     def parts(self) -> Parts:
-        texts = [*self.texts, *(text for _, text in self.results)]
+        texts = [*self.texts, *self.result_extras, *(text for _, text in self.results)]
         calls = [(name, arguments) for _, name, arguments, _ in self.calls]
-        return Parts(texts, calls if self.role == AI else [], self.images)
+        return Parts(texts, calls if self.role == AI else [], self.images + self.result_media)
 
     def add_text(self, text: str, path: tuple[Any, ...], kind: str = "text") -> None:
         """A text that counts (reasoning too) and may be rewritten."""

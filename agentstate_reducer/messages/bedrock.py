@@ -167,7 +167,7 @@ class BedrockFormat(MessageFormat):
                 text, media = _result_text(
                     result.get("content") if isinstance(result, Mapping) else result
                 )
-                parsed.images += media
+                parsed.result_media += media
                 if key is not None:
                     parsed.add_result(key, text, (*where, "toolResult"))
                 else:

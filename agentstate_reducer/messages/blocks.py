@@ -199,7 +199,7 @@ def read_blocks(parsed: Parsed, blocks: Any, path: tuple[Any, ...], *, calls: bo
                     f"content[{index}] is a {kind} block without a {RESULT_BLOCKS[kind]!r}",
                 )
             text, media = result_parts(get(block, "content"))
-            parsed.images += media
+            parsed.result_media += media
             if key is not None:
                 parsed.add_result(key, text, (*where, "content"))
             else:

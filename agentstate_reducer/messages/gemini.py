@@ -150,9 +150,9 @@ class GeminiFormat(MessageFormat):
                 for extra in get(response, "parts") or ():
                     # Media a function returns (FunctionResponse.parts): a fixed cost each.
                     if _field(extra, _MEDIA)[1] is not None:
-                        parsed.images += 1
+                        parsed.result_media += 1
                     else:
-                        parsed.texts.append(as_text(extra))
+                        parsed.result_extras.append(as_text(extra))
                 if key is not None:
                     parsed.add_result(key, body, (*where, name_key))
                 else:

@@ -200,7 +200,7 @@ class PydanticAIFormat(MessageFormat):
         elif kind in ("tool-return", "retry-prompt"):
             call_id = text_or_none(get(part, "tool_call_id"))
             text, media = _return_parts(content)
-            parsed.images += media
+            parsed.result_media += media
             answers = kind == "tool-return" or text_or_none(get(part, "tool_name")) is not None
             if answers and call_id is not None:
                 parsed.add_result(call_id, text, (*where, "content"))
