@@ -115,6 +115,71 @@ async def test_outage_mid_run_then_resume_async(server: CosmosTestServer) -> Non
             assert await saver.aget_tuple(tup.config) is not None
 
 
+class _OutageAtStep(CosmosDBSaver):
+    """A saver that takes the server down just before the put of one step (``at``)."""
+
+    at: int | None = None
+    server: CosmosTestServer
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        if metadata.get("step") == self.at:
+            self.at = None
+            self.server.outage(OUTAGE_MS)
+            time.sleep(0.2)  # let the listener close before the put
+        return super().put(config, checkpoint, metadata, new_versions)
+
+
+@pytest.mark.parametrize("failed", ["input", "after a parallel step"])
+def test_the_readme_retry_after_an_outage_runs_each_node_once_and_stores_the_input_once(
+    server: CosmosTestServer, failed: str
+) -> None:
+    """The README's recipe after CosmosUnavailableError: ``invoke(None, config)`` first, then
+    the input again only if the state does not hold it. When the failed put followed a
+    parallel step whose writes were stored, ``.next`` is empty although the input was
+    stored: the recipe finishes the run (the last node once, the branches not again), and
+    sending the input again, as ``.next`` suggested, would have stored it twice."""
+    runs: dict[str, int] = {}
+
+    def node(name: str) -> Any:
+        def run(state: MessagesState) -> dict[str, Any]:
+            runs[name] = runs.get(name, 0) + 1
+            return {"messages": [AIMessage(content=name)]}
+
+        return run
+
+    builder = StateGraph(MessagesState)
+    for name in ("left", "right", "join"):
+        builder.add_node(name, node(name))
+    builder.add_edge(START, "left")
+    builder.add_edge(START, "right")
+    builder.add_edge(["left", "right"], "join")
+    builder.add_edge("join", END)
+    config = {"configurable": {"thread_id": f"recipe-{failed}"}}
+    with _OutageAtStep(DATABASE, new_container(), **saver_kwargs(server)) as saver:
+        saver.server = server
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke({"messages": [HumanMessage(content="a", id="q-a")]}, config)
+        step = graph.get_state(config).metadata["step"]
+        # The next run puts its input at step + 1, the branches' step at step + 2, and the
+        # checkpoint after them (the one that fails here) at step + 3.
+        saver.at = step + 1 if failed == "input" else step + 3
+        runs.clear()
+        question = HumanMessage(content="b", id="q-b")
+        with pytest.raises(CosmosUnavailableError):
+            graph.invoke({"messages": [question]}, config, durability="sync")
+        server.wait_until_up()
+        if failed != "input":
+            assert graph.get_state(config).next == ()  # what misled the old recipe
+        graph.invoke(None, config)  # the recipe: continue what was stored first
+        if not any(m.id == "q-b" for m in graph.get_state(config).values["messages"]):
+            graph.invoke({"messages": [question]}, config, durability="sync")
+        contents = [m.content for m in graph.get_state(config).values["messages"]]
+        assert contents.count("b") == 1, contents
+        assert contents[-1] == "join" and contents.count("join") == 2, contents
+        assert runs == {"left": 1, "right": 1, "join": 1}  # each node once, over both tries
+        _assert_all_complete(saver, config)
+
+
 def test_unreachable_endpoint_fails_fast(server: CosmosTestServer) -> None:
     """Nothing listening: setup raises CosmosUnavailableError, not an SDK error, quickly."""
     kwargs = saver_kwargs(server, endpoint="https://127.0.0.1:9/")
@@ -181,6 +246,7 @@ def test_missing_value_document_is_an_error_not_a_smaller_checkpoint(
             with pytest.raises(CosmosMissingDocumentError) as info:
                 read()
             assert info.value.document_id == gone and gone in str(info.value)
+            assert "To recover" in str(info.value) and "delete_thread" in str(info.value)
         with pytest.raises(CosmosMissingDocumentError):
             list(fresh.list(generate_config(thread)))
         old = fresh.get_tuple(first)

@@ -388,6 +388,9 @@ class MaintenanceOps(ValueDocs):
         deleted_at = ""  # written again: a delete now covers the runs under way now
         for attempt in range(MAINTENANCE_ROUNDS):
             if attempt:
+                # A writer changed the thread under the last round: give it a moment (a run
+                # between two steps), so the next round can fit between its writes.
+                yield Sleep(backoff(attempt))
                 index = yield from query(SELECT_THREAD_INDEX_SQL, params, pk)
             if not index:
                 self._heads.drop_thread(pk, thread_id)
@@ -543,7 +546,9 @@ class MaintenanceOps(ValueDocs):
     def _keep_latest_ops(self, thread_id: str) -> Ops[None]:
         """Keep each namespace's newest checkpoint (and what it reads), drop the subgraph calls
         of every root checkpoint but the newest, and old orphans."""
-        for _ in range(MAINTENANCE_ROUNDS):
+        for attempt in range(MAINTENANCE_ROUNDS):
+            if attempt:
+                yield Sleep(backoff(attempt))  # a writer changed it: as delete_thread does
             pk, index = yield from self._thread_index_ops(thread_id)
             if not index:
                 return
@@ -586,7 +591,9 @@ class MaintenanceOps(ValueDocs):
                 (doc["ns"], doc["checkpoint_id"])
             )
         for (pk, thread_id), gone in threads.items():
-            for _ in range(MAINTENANCE_ROUNDS):
+            for attempt in range(MAINTENANCE_ROUNDS):
+                if attempt:
+                    yield Sleep(backoff(attempt))  # a writer changed it: as delete_thread does
                 done = yield from self._delete_checkpoints_ops(pk, thread_id, gone)
                 if done:
                     break

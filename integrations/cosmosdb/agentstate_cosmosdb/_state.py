@@ -96,9 +96,12 @@ thread's newest write (server ``_ts``)."""
 MAINTENANCE_FANOUT = 32
 """Requests a maintenance step sends at once."""
 
-MAINTENANCE_ROUNDS = 6
+MAINTENANCE_ROUNDS = 10
 """How often ``prune`` / ``delete_thread`` / ``delete_for_runs`` read a thread again after a
-concurrent writer changed it under them, before giving up."""
+concurrent writer changed it under them, before giving up; each round after the first waits
+a jittered backoff first (:func:`backoff`: up to 0.5 s a round; all ten wait 1.3 s on
+average, 2.6 s at most), so a run under way, which writes between its steps, leaves a
+round the gap it needs."""
 
 
 class SaverState(BaseCheckpointSaver[str]):

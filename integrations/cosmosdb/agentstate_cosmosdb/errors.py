@@ -118,15 +118,25 @@ class CosmosDataError(CosmosSaverError):
     """Stored documents cannot be read back as a complete checkpoint; nothing was returned."""
 
 
+#: What a user can do about a missing document, said by every CosmosMissingDocumentError.
+MISSING_DOCUMENT_HINT = (
+    "To recover: restore that document (from a backup or the container's point-in-time "
+    "restore), or call delete_thread and start the thread again; the older checkpoints that "
+    "do not need it still read (get_state_history, or a config naming one of them)"
+)
+
+
 class CosmosMissingDocumentError(CosmosDataError):
     """A document that a checkpoint references (a value, a chunk, pending writes) is missing.
+
+    The message names the document and ends with what to do (:data:`MISSING_DOCUMENT_HINT`).
 
     Attributes:
         document_id: The id of the missing document.
     """
 
     def __init__(self, message: str, *, document_id: str) -> None:
-        super().__init__(message)
+        super().__init__(f"{message}. {MISSING_DOCUMENT_HINT}")
         self.document_id = document_id
 
 
