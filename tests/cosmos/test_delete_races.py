@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 from agentstate_cosmosdb import CosmosThreadDeletedError
-from agentstate_cosmosdb.ops import Batch, Delete, Read
+from agentstate_cosmosdb._state import MAINTENANCE_ROUNDS
+from agentstate_cosmosdb.errors import CosmosOperationError
+from agentstate_cosmosdb.ops import Batch, Delete, Query, Read, Sleep
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.conformance.test_utils import (
     generate_checkpoint,
@@ -345,3 +347,53 @@ def test_random_schedules_of_a_run_with_a_subgraph_call_and_delete(first: str) -
         with contextlib.suppress(CosmosThreadDeletedError):
             store.run(ops)
         assert only_the_tombstone(store), (seed, sorted(d["kind"] for d in store.docs.values()))
+
+
+# -- a run that keeps writing while delete_thread runs -----------------------------------------
+
+
+@pytest.mark.parametrize("busy_rounds", [3, None])
+def test_delete_thread_waits_between_rounds_for_a_run_that_keeps_writing(
+    busy_rounds: int | None,
+) -> None:
+    """A run puts its next checkpoint right after each read of the thread delete_thread
+    makes, so every such round finds the head moved and starts again. Each new round waits
+    a backoff first (a run under way gets the time to finish its step); when the run stops
+    (after 3 rounds) the delete ends with only the tombstone left, and when it never does
+    the delete gives up after MAINTENANCE_ROUNDS rounds with a valid thread left."""
+    store = MemoryContainer()
+    run, other = memory_saver(), memory_saver()
+    parent = chain(run, store, [["a"], ["b"]])[-1]
+    ops = other._delete_thread_ops(THREAD)
+    rounds = sleeps = 0
+
+    def reads_the_thread(step: Any) -> bool:
+        return isinstance(step, Query) or (
+            isinstance(step, list) and any(isinstance(op, Query) for op in step)
+        )
+
+    outcome: Exception | None = None
+    try:
+        step = next(ops)
+        while True:
+            answer = store._step(step)
+            if isinstance(step, Sleep):
+                sleeps += 1
+                assert step.seconds >= 0
+            if reads_the_thread(step) and (busy_rounds is None or rounds < busy_rounds):
+                rounds += 1
+                put, _ = put_ops(run, parent, [f"step {rounds}"])
+                parent = store.run(put)
+            step = ops.send(answer)
+    except StopIteration:
+        pass
+    except CosmosOperationError as exc:
+        outcome = exc
+    if busy_rounds is not None:
+        assert outcome is None and only_the_tombstone(store)
+        assert sleeps >= busy_rounds
+    else:
+        assert outcome is not None and "kept changing" in str(outcome)
+        assert sleeps == MAINTENANCE_ROUNDS - 1  # a backoff before every round but the first
+        latest = store.run(memory_saver()._get_tuple_ops(generate_config(THREAD)))
+        assert latest is not None and latest.checkpoint["channel_values"]["a"] == [f"step {rounds}"]
