@@ -189,7 +189,11 @@ class ReducerConfig:
             reply_reserve``), so ``max_tokens`` can be the model's context size.
         start_on_human: Prune whole user turns (a user message and everything up to the
             next one), so the kept history starts on a user message, as some providers
-            require.
+            require. In a format whose roles alternate (Anthropic, Bedrock, Gemini), a
+            list that opens on its first question, kept by ``preserve_first``, starts on
+            the user already, and a window ending at a later question would put two user
+            messages together: when no such window is valid, the window ends where the
+            roles alternate instead, inside an older turn.
         keep_groups: The newest user turns that are always kept whole.
         policy: Reduction steps run in order until the list fits (see
             :mod:`agentstate_reducer.policy`); by default ``[DropOldest()]``, or

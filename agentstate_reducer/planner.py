@@ -22,7 +22,10 @@ Rules, in the words of the guide (docs/guides/policy-and-counting.md):
   message and any of its tool (or function) results, so no call loses a result and no
   result its call;
 * with ``start_on_human``, ``end`` is at a human message (whole user turns go) or inside
-  the newest turn (its question kept, so the history still starts on it), and with
+  the newest turn (its question kept, so the history still starts on it); in a format whose
+  roles alternate, with a kept first question, no such end is valid before the newest
+  turn has a model message (the first and a later question would meet), and then the end
+  is where the roles alternate, as without ``start_on_human``; and with
   ``keep_groups`` it never passes the start of the newest ``keep_groups`` user turns;
 * count mode: ``end`` is at most ``len - (min_messages - reserve)``, once the list is
   longer than ``max_messages``, and as large as the rules allow (``reserve``: the messages
@@ -406,14 +409,29 @@ class PlanState:
         if limits.max_tokens is None:
             bound = min(size - max(limits.min_messages - reserve, 0), bound)
         for allowed in self._alternation(block=fold):
-            latest = self._last_valid_end(bound, allowed)
+            on_human = limits.start_on_human
+            latest = self._last_valid_end(bound, allowed, on_human=on_human)
+            if latest is None and on_human and self._opens_on_question():
+                # An end at a later question would put two user messages together, so
+                # none is valid: end where the roles alternate, as without start_on_human
+                # (the history still starts on the kept first question).
+                on_human = False
+                latest = self._last_valid_end(bound, allowed, on_human=on_human)
             if latest is None:
                 continue
             if limits.max_tokens is None:
                 return latest
             target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
-            return self._first_fitting_end(latest, target - reserve, fold=fold, allowed=allowed)
+            return self._first_fitting_end(
+                latest, target - reserve, fold=fold, allowed=allowed, on_human=on_human
+            )
         return None
+
+    def _opens_on_question(self) -> bool:
+        """Whether the roles alternate and the kept first message is a question (an
+        Anthropic, Bedrock or Gemini list opening on the user's first message, kept by
+        ``preserve_first``): the list then starts on the user whatever the window."""
+        return self.alternates and self._start == 1 and self.views[0].role == HUMAN
 
     def plain_cut(self) -> tuple[int, list[int], list[int]] | None:
         """``end_for_target()`` and ``split_window`` of that end, in one pass over the
@@ -957,7 +975,9 @@ class PlanState:
                         del named[call_id]
         self._last_result.pop(seq, None)
 
-    def _last_valid_end(self, bound: int, allowed: list[bool] | None = None) -> int | None:
+    def _last_valid_end(
+        self, bound: int, allowed: list[bool] | None = None, *, on_human: bool | None = None
+    ) -> int | None:
         """The largest end <= ``bound`` that splits no group (and that ``allowed`` allows,
         when given), if above ``start``.
 
@@ -969,7 +989,8 @@ class PlanState:
         caller_seq = self._caller_seq
         lowest_caller = self._next_seq
         start = self._start
-        on_human = self._limits.start_on_human
+        if on_human is None:
+            on_human = self._limits.start_on_human
         pinned = self._pinned()
         views = self.views
         for position in range(len(seq) - 1, start, -1):
@@ -992,13 +1013,15 @@ class PlanState:
         *,
         fold: bool = False,
         allowed: list[bool] | None = None,
+        on_human: bool | None = None,
     ) -> int:
         """The smallest valid end whose survivors fit ``target``; ``latest`` if none does."""
         seq = self._seq
         tokens = self.tokens
         last_result = self._last_result
         surviving = self.total
-        on_human = self._limits.start_on_human
+        if on_human is None:
+            on_human = self._limits.start_on_human
         pinned = self._pinned()
         anchor = self._pinned_anchor()
         views = self.views

@@ -1042,6 +1042,64 @@ def test_a_screenshot_loop_keeps_its_thinking_opener_and_stays_bounded(
     assert reducer.validate(kept).problems == []
 
 
+@pytest.mark.parametrize("fmt", sorted(ALTERNATING))
+@pytest.mark.parametrize("window", [{"max_tokens": 90}, {"min_messages": 3, "max_messages": 5}])
+def test_start_on_human_prunes_an_alternating_list_that_opens_on_its_first_question(
+    fmt: str, window: dict[str, Any]
+) -> None:
+    """Roles that alternate and a kept first question (the default ``preserve_first``):
+    an end at the new question would put the two questions together, so none was valid
+    and nothing was ever pruned while the newest message was a question. The window now
+    ends where the roles alternate; the list still starts on the first question."""
+    elements = [Element("question", text="first question")]
+    for step in range(4):
+        call = Call(f"loop{step}", "lookup", {"step": step})
+        elements.append(Element("reply", calls=(call,)))
+        elements.append(Element("results", results=((call.id, call.name, "result " * 20),)))
+    elements += [Element("reply", text="answer"), Element("question", text="second question")]
+    messages, _ = render_dialogue(elements, fmt)
+    reducer = MessageReducer(config=ReducerConfig(start_on_human=True, **window))
+    result = reducer.reduce(existing=messages)
+    assert result.pruned, fmt
+    assert result.surviving[0] is messages[0] and result.surviving[-1] is messages[-1]
+    assert reducer.validate(result.surviving).problems == [], fmt
+    again = reducer.reduce(result.surviving)
+    assert again.pruned == []
+
+
+def test_chat_openai_responses_v1_messages_count_their_reasoning_and_each_call_once() -> None:
+    """``ChatOpenAI(output_version="responses/v1")`` keeps the Responses items as content
+    blocks: a reasoning item's text is in its ``summary`` parts (it counts, as in the
+    Responses format), and a ``function_call`` block is the call ``tool_calls`` holds too
+    (counted once, not again as JSON)."""
+    from langchain_core.messages import AIMessage
+
+    summary = "The user wants the weather; I will call the search tool for each city. " * 20
+    call = {"name": "search", "args": {"q": "Paris"}, "id": "c1", "type": "tool_call"}
+    block = {
+        "type": "function_call",
+        "name": "search",
+        "arguments": json.dumps({"q": "Paris"}),
+        "call_id": "c1",
+        "id": "fc_1",
+        "status": "completed",
+    }
+    reasoning = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": summary}],
+        "encrypted_content": "enc",
+    }
+    plain = AIMessage(content="", tool_calls=[call], id="a")
+    with_block = AIMessage(content=[block], tool_calls=[call], id="b")
+    with_reasoning = AIMessage(content=[reasoning, block], tool_calls=[call], id="c")
+    as_v1 = AIMessage(content=[{"type": "reasoning", "reasoning": summary}], tool_calls=[call])
+    assert estimate_tokens(with_block) == estimate_tokens(plain)
+    assert estimate_tokens(with_reasoning) == estimate_tokens(as_v1) > estimate_tokens(plain) + 200
+    assert read_view(with_reasoning).thinking and read_view(with_reasoning).call_ids == ("c1",)
+    assert len(parts_of(with_reasoning).calls) == 1  # the block is the call tool_calls holds
+
+
 # -- TruncateLargest and parallel results ----------------------------------------------
 
 

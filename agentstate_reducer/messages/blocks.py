@@ -38,6 +38,9 @@ from .base import (
 CALL_BLOCKS: Mapping[str, tuple[str, str, str]] = {
     "tool_use": ("id", "name", "input"),  # Anthropic
     "tool_call": ("id", "name", "args"),  # LangChain v1 standard block
+    # ChatOpenAI(output_version="responses/v1"): the Responses item as a content block,
+    # beside the same call in tool_calls (one call, counted once).
+    "function_call": ("call_id", "name", "arguments"),
 }
 #: Blocks that carry a tool result, with the key of the call id they answer.
 RESULT_BLOCKS: Mapping[str, str] = {"tool_result": "tool_use_id"}
@@ -210,6 +213,13 @@ def read_blocks(parsed: Parsed, blocks: Any, path: tuple[Any, ...], *, calls: bo
             text = get(block, REASONING_BLOCKS[kind])
             if isinstance(text, str):
                 parsed.add_text(text, (*where, REASONING_BLOCKS[kind]), "reasoning")
+            elif kind == "reasoning":
+                # ChatOpenAI(output_version="responses/v1"): the Responses reasoning item,
+                # its text in the summary parts (counted, as the Responses reader does).
+                for part in get(block, "summary") or ():
+                    summary = get(part, "text")
+                    if isinstance(summary, str):
+                        parsed.texts.append(summary)
             continue
         if kind == "redacted_thinking":
             parsed.thinking = True
