@@ -391,9 +391,17 @@ def test_delete_thread_waits_between_rounds_for_a_run_that_keeps_writing(
         outcome = exc
     if busy_rounds is not None:
         assert outcome is None and only_the_tombstone(store)
-        assert sleeps >= busy_rounds
+        assert sleeps == busy_rounds  # none before the read that finds the thread gone
     else:
         assert outcome is not None and "kept changing" in str(outcome)
         assert sleeps == MAINTENANCE_ROUNDS - 1  # a backoff before every round but the first
         latest = store.run(memory_saver()._get_tuple_ops(generate_config(THREAD)))
         assert latest is not None and latest.checkpoint["channel_values"]["a"] == [f"step {rounds}"]
+
+
+def test_delete_thread_without_a_writer_does_not_wait() -> None:
+    """No round cut short, no backoff: a delete nothing races sleeps not at all."""
+    store = MemoryContainer()
+    chain(memory_saver(), store, [["a"], ["b"]])
+    store.run(memory_saver()._delete_thread_ops(THREAD))
+    assert only_the_tombstone(store) and store.slept == 0

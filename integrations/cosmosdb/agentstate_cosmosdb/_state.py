@@ -98,10 +98,10 @@ MAINTENANCE_FANOUT = 32
 
 MAINTENANCE_ROUNDS = 10
 """How often ``prune`` / ``delete_thread`` / ``delete_for_runs`` read a thread again after a
-concurrent writer changed it under them, before giving up; each round after the first waits
-a jittered backoff first (:func:`backoff`: up to 0.5 s a round; all ten wait 1.3 s on
-average, 2.6 s at most), so a run under way, which writes between its steps, leaves a
-round the gap it needs."""
+concurrent writer changed it under them, before giving up; each round that follows one cut
+short waits a jittered backoff first (:func:`backoff`: up to 0.5 s a round; the nine after
+the first wait 1.3 s in all on average, 2.6 s at most), so a run under way, which writes
+between its steps, leaves a round the gap it needs."""
 
 
 class SaverState(BaseCheckpointSaver[str]):
