@@ -386,15 +386,14 @@ class MaintenanceOps(ValueDocs):
         index = cast("list[Document]", first[1])
         before = str((tomb or {}).get("before") or "")
         deleted_at = ""  # written again: a delete now covers the runs under way now
-        cut_short = False  # the last round found the thread changed under it
         for attempt in range(MAINTENANCE_ROUNDS):
             if attempt:
-                if cut_short:
-                    # A writer changed the thread under the last round: give it a moment (a
-                    # run between two steps), so the next round can fit between its writes.
+                if index:
+                    # The last round was cut short (one that got to its end empties index):
+                    # a writer changed the thread under it. Give it a moment (a run between
+                    # two steps), so the next round can fit between its writes.
                     yield Sleep(backoff(attempt))
                 index = yield from query(SELECT_THREAD_INDEX_SQL, params, pk)
-            cut_short = True  # until this round gets to its end
             if not index:
                 self._heads.drop_thread(pk, thread_id)
                 return
@@ -429,8 +428,7 @@ class MaintenanceOps(ValueDocs):
                     rest.remove(head)
             if not any(d["kind"] == KIND_HEAD for d in rest):
                 yield from self._fenced_ops(pk, deletion_waves(pk, rest), {})
-            index = []
-            cut_short = False  # read once more to see that nothing was written meanwhile
+            index = []  # read once more, without waiting, to see nothing was written meanwhile
         rest = yield from query(SELECT_THREAD_INDEX_SQL, params, pk)
         if rest:
             raise CosmosOperationError(
