@@ -161,12 +161,42 @@ def test_the_estimate_rounds_up_and_counts_non_empty_text_as_one_at_least() -> N
 @example("configuration, 1construction2 and “reconstruction” 12345678 parse_tables")
 @example("")
 @example("abcdefg")
-def test_the_long_words_are_the_words_of_seven_bytes_or_more(text: str) -> None:
-    """The regex that finds the words to look up finds exactly the split's words of seven
-    bytes or more, in order, each with one space before it."""
+def test_the_long_words_are_the_words_that_may_be_known(text: str) -> None:
+    """The regex that finds the words to look up finds exactly the split's words of an
+    ASCII letter and six lower-case letters or more, in order, each with one space before
+    it."""
     encoded = text.encode("utf-8", "surrogatepass")
-    expected = [b" " + word for word in tokens._words(encoded) if len(word) >= 7]
+    expected = [b" " + word for word in tokens._words(encoded) if tokens._may_be_known(word)]
     assert tokens._long_words(encoded) == expected
+
+
+@pytest.mark.parametrize(
+    ("word", "may_be_known"),
+    [
+        (b"example", True),
+        (b"Example", True),
+        (b"Construction", True),
+        (b"exampl", False),
+        (b"EXAMPLE", False),
+        (b"eXample", False),
+        (b"parse_tables", False),
+        (b"caf\xc3\xa9ine", False),
+    ],
+)
+def test_a_word_may_be_known_only_when_it_is_a_letter_and_six_lower_case_letters_or_more(
+    word: bytes, may_be_known: bool
+) -> None:
+    assert tokens._may_be_known(word) is may_be_known
+
+
+def test_every_known_word_is_one_the_lookup_finds() -> None:
+    """What lets the fast path look up only such words: each known word (with its leading
+    space) is found whole by the pattern, alone and between other words."""
+    known = tokens._estimate_tables().known
+    for key in known:
+        assert tokens._may_be_known(key[1:]), key
+    sample = b" ".join(key[1:] for key in list(known)[:500])
+    assert tokens._long_words(sample) == [b" " + key[1:] for key in list(known)[:500]]
 
 
 def test_every_known_word_is_seven_bytes_long_at_least() -> None:

@@ -263,24 +263,36 @@ _DIGIT_BYTES = b"0123456789"
 _TYPOGRAPHIC_LEAD = b"\xe2\x80"  # U+2000..U+203F: quotes, dashes, ellipsis, joiners
 
 
-#: A word of seven bytes or more of :func:`_words`' string, with the space before it: the only
-#: words the list can hold (each of its words has seven letters or more, see
-#: :func:`_known_word_chunks`). The literal space the pattern starts with lets ``re`` jump from
-#: one space to the next (a ``memchr``) and try each word once, so short words cost no object.
-_LONG_WORD = re.compile(rb" [^ ]{7,}")
+#: A word of :func:`_words`' string that may be known: an ASCII letter and six lower-case
+#: letters or more, up to the next space or the end, with the space before it. Every known
+#: word is such a word (the list holds lower-case words of seven letters or more and their
+#: capitalised forms, see :func:`_known_word_chunks`), so the words it skips (shorter,
+#: or holding a digit-joined, accented or ``_:-/=@`` byte) are words the lookup would miss.
+#: The literal space the pattern starts with lets ``re`` jump from one space to the next (a
+#: ``memchr``) and try each word once; a word of code or a log line fails at its first byte
+#: that is not a letter, so it costs neither an object nor a lookup.
+_LONG_WORD = re.compile(rb" [A-Za-z][a-z]{6,}(?=[ ]|$)")
 
 
 def _long_words(encoded: bytes) -> list[bytes]:
-    """The words of :func:`_words` seven bytes long or more, each with a space before it,
-    in order and with their multiplicity.
+    """The words of :func:`_words` that may be known (an ASCII letter, then six lower-case
+    letters or more), each with a space before it, in order and with their multiplicity.
 
-    Invariant: ``[b" " + word for word in _words(encoded) if len(word) >= 7]``. ``_words``'
-    string has no whitespace but the space (every byte below ``!`` is a separator), so a
-    word is what lies between two spaces, and the pattern, tried at each space, matches
-    exactly the words of seven bytes or more (its repeat is greedy and stops only at a space
-    or the end). tests/test_estimate.py checks it on hypothesis-drawn text.
+    Invariant: ``[b" " + word for word in _words(encoded) if _may_be_known(word)]``.
+    ``_words``' string has no whitespace but the space (every byte below ``!`` is a
+    separator), so a word is what lies between two spaces; the pattern, tried at each
+    space, matches a word exactly when the whole word is such letters (its repeat stops at
+    the first other byte, and the lookahead then wants a space or the end).
+    tests/test_estimate.py checks it on hypothesis-drawn text, and that every known word
+    is one the pattern finds.
     """
     return _LONG_WORD.findall(b" " + encoded.translate(_WORD_BYTES, _DIGIT_BYTES))
+
+
+def _may_be_known(word: bytes) -> bool:
+    """The plain statement of what :data:`_LONG_WORD` finds: an ASCII letter and six
+    lower-case ASCII letters or more."""
+    return len(word) >= 7 and word[:1].isalpha() and word[1:].isalpha() and word[1:].islower()
 
 
 def _words(encoded: bytes) -> list[bytes]:
