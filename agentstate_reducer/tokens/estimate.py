@@ -271,7 +271,7 @@ _TYPOGRAPHIC_LEAD = b"\xe2\x80"  # U+2000..U+203F: quotes, dashes, ellipsis, joi
 #: The literal space the pattern starts with lets ``re`` jump from one space to the next (a
 #: ``memchr``) and try each word once; a word of code or a log line fails at its first byte
 #: that is not a letter, so it costs neither an object nor a lookup.
-_LONG_WORD = re.compile(rb" [A-Za-z][a-z]{6,}(?=[ ]|$)")
+_LONG_WORD = re.compile(rb" [A-Za-z][a-z]{6,}(?![^ ])")
 
 
 def _long_words(encoded: bytes) -> list[bytes]:
@@ -282,9 +282,9 @@ def _long_words(encoded: bytes) -> list[bytes]:
     ``_words``' string has no whitespace but the space (every byte below ``!`` is a
     separator), so a word is what lies between two spaces; the pattern, tried at each
     space, matches a word exactly when the whole word is such letters (its repeat stops at
-    the first other byte, and the lookahead then wants a space or the end).
-    tests/test_estimate.py checks it on hypothesis-drawn text, and that every known word
-    is one the pattern finds.
+    the first other byte, and the lookahead refuses any byte but a space there, so a space
+    or the end follows). tests/test_estimate.py checks it on hypothesis-drawn text, and that
+    every known word is one the pattern finds.
     """
     return _LONG_WORD.findall(b" " + encoded.translate(_WORD_BYTES, _DIGIT_BYTES))
 
