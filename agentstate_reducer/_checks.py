@@ -68,6 +68,29 @@ def check_callable(name: str, value: Any, *, optional: bool = True) -> Any:
     return value
 
 
+def check_arguments(name: str, value: Any, arguments: tuple[str, ...]) -> None:
+    """Refuse a callable that cannot take ``arguments`` (named for the message) by
+    position; a callable whose signature Python cannot tell (some builtins) passes.
+
+    Raises:
+        TypeError: ``value``'s signature does not accept them.
+    """
+    import inspect
+
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*arguments)
+    except TypeError as exc:
+        wanted = ", ".join(arguments)
+        raise TypeError(
+            f"{name} is called with ({wanted}), but {value!r} does not take them ({exc}); "
+            f"give it the signature ({wanted})"
+        ) from None
+
+
 def check_name(name: str, value: Any) -> str:
     """Return ``value`` if it is a non-empty string (a channel or key name).
 

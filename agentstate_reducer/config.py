@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._checks import (
+    check_arguments,
     check_bool,
     check_callable,
     check_choice,
@@ -178,7 +179,8 @@ class ReducerConfig:
             summary). By default the summarizer's own ``max_summary_tokens`` when it has
             one, else a tenth of the history's target (at least 32).
         on_prune: Hooks ``(pruned_messages, namespace)`` that hand pruned messages to
-            long-term memory. A single callable is accepted too.
+            long-term memory. A single callable is accepted too; one whose signature
+            cannot take those two arguments is refused here.
         handoff: How pruned messages reach the hooks and what a failing hook or summarizer
             does to the reduce (:class:`Handoff`: ``namespace_key``, ``dedupe``,
             ``dedupe_window``, ``on_error``, ``max_pending``, ``wait``, ``retry_backoff``). Its
@@ -223,8 +225,9 @@ class ReducerConfig:
     keyword-only.
 
     Raises:
-        TypeError: A field has the wrong type (a hook or counter that is not callable, a
-            limit that is not an int).
+        TypeError: A field has the wrong type (a hook or counter that is not callable, an
+            ``on_prune`` hook that cannot be called with ``(pruned_messages, namespace)``,
+            a limit that is not an int).
         ValueError: The values contradict each other or are out of range (min above max,
             a zero or negative limit, ``target_tokens`` above ``max_tokens``).
     """
@@ -368,6 +371,8 @@ class ReducerConfig:
             raise TypeError(f"on_prune must be a callable or a list of callables, got {hooks!r}")
         for index, hook in enumerate(hooks):
             check_callable(f"on_prune[{index}]", hook, optional=False)
+            # Else every prune would fail it, taken for an outage and retried forever.
+            check_arguments(f"on_prune[{index}]", hook, ("pruned_messages", "namespace"))
         object.__setattr__(self, "on_prune", tuple(hooks))
         if self.summary_max_tokens is not None:
             check_int("summary_max_tokens", self.summary_max_tokens, minimum=1)

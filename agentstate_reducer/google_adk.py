@@ -115,7 +115,10 @@ def before_model_callback(
         key = STATE_KEY_PREFIX + callback_context.agent_name
         contents = list(llm_request.contents)
         record = _Record.load(callback_context.state.get(key), contents, pinned, key)
-        view = [*contents[:pinned], *record.block(), *contents[pinned + record.left :]]
+        start = pinned + record.left
+        skipped = record.skipped_positions()
+        tail = [p for p in range(start, len(contents)) if p not in skipped]
+        view = [*contents[:pinned], *record.block(), *(contents[p] for p in tail)]
         result = await reducer.areduce(view, namespace=where, on_prune_error="keep")
         if result.hook_error is not None or result.summary_error is not None:
             # Nothing may leave for good while a hook or the summarizer is down: show the
@@ -123,11 +126,11 @@ def before_model_callback(
             shown = await reducer.aview(view, namespace=where, on_prune_error="keep")
             llm_request.contents = list(shown.surviving)
             return None
-        tail = contents[pinned + record.left :]
         kept = {id(message) for message in result.surviving}
-        gone = 0
-        while gone < len(tail) and id(tail[gone]) not in kept:
-            gone += 1
+        # What left the view: the oldest contents, and also, inside a long tool loop, older
+        # call and response pairs after the newest question (which stays): both recorded,
+        # so neither comes back (nor reaches the hooks again) on the next call.
+        gone = [p for p in tail if id(contents[p]) not in kept]
         block = [m for m in result.surviving[pinned:] if is_summary(m)]
         updated = record.advanced(contents, gone, block)
         if updated != record:
@@ -156,9 +159,11 @@ def _digest(message: Any) -> str:
 class _Record:
     """Where an agent's view begins: ``left`` contents after the pinned first one have gone
     for good, the last of them with digest ``last`` (the first content's digest is
-    ``first``), and the summary block standing for them (``(role, text)`` per message)."""
+    ``first``); the contents after those that have gone too (``skipped``: position and
+    digest each, older tool pairs of a turn whose question stays); and the summary block
+    standing for them (``(role, text)`` per message)."""
 
-    __slots__ = ("blocks", "first", "last", "left", "pinned")
+    __slots__ = ("blocks", "first", "last", "left", "pinned", "skipped")
 
     def __init__(
         self,
@@ -167,12 +172,14 @@ class _Record:
         first: str | None = None,
         last: str | None = None,
         blocks: Sequence[tuple[str, str]] = (),
+        skipped: Sequence[tuple[int, str]] = (),
     ) -> None:
         self.pinned = pinned
         self.left = left
         self.first = first
         self.last = last
         self.blocks = tuple(blocks)
+        self.skipped = tuple(skipped)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, _Record):
@@ -194,6 +201,7 @@ class _Record:
                 stored.get("first"),
                 stored.get("last"),
                 [(str(role), str(text)) for role, text in stored.get("block", ())],
+                [(int(position), str(digest)) for position, digest in stored.get("skipped", ())],
             )
         except (TypeError, KeyError, ValueError):
             logger.warning("session state %r is not a reducer record; starting over", key)
@@ -204,6 +212,10 @@ class _Record:
             and len(contents) > end
             and (not pinned or record.first == _digest(contents[0]))
             and (record.left == 0 or record.last == _digest(contents[end - 1]))
+            and all(
+                end <= position < len(contents) and _digest(contents[position]) == digest
+                for position, digest in record.skipped[-1:]
+            )
         )
         if not fits:
             logger.warning(
@@ -215,14 +227,28 @@ class _Record:
             return cls(pinned)
         return record
 
+    def skipped_positions(self) -> set[int]:
+        return {position for position, _ in self.skipped}
+
     def block(self) -> list[Any]:
         return [
             types.Content(role=role, parts=[types.Part(text=text)]) for role, text in self.blocks
         ]
 
-    def advanced(self, contents: list[Any], gone: int, block: list[Any]) -> _Record:
-        left = self.left + gone
+    def advanced(self, contents: list[Any], gone: Sequence[int], block: list[Any]) -> _Record:
+        """The record once the contents at ``gone`` (positions, ascending) have left too:
+        the run of gone contents right after the prefix joins it, the rest are skipped."""
+        skipped = {position: digest for position, digest in self.skipped}
+        for position in gone:
+            skipped[position] = ""  # digested below, if it stays skipped
+        left = self.left
+        while self.pinned + left in skipped:
+            del skipped[self.pinned + left]
+            left += 1
         end = self.pinned + left
+        for position, digest in skipped.items():
+            if not digest:
+                skipped[position] = _digest(contents[position])
         blocks = [(_SIDES.get(role_of(m), "user"), _text(m)) for m in block]
         return _Record(
             self.pinned,
@@ -230,6 +256,7 @@ class _Record:
             _digest(contents[0]) if self.pinned and contents else None,
             _digest(contents[end - 1]) if left else None,
             blocks,
+            sorted(skipped.items()),
         )
 
     def dump(self) -> dict[str, Any]:
@@ -238,6 +265,7 @@ class _Record:
             "first": self.first,
             "last": self.last,
             "block": [list(pair) for pair in self.blocks],
+            "skipped": [list(pair) for pair in self.skipped],
         }
 
 

@@ -163,15 +163,96 @@ class _Claim:
             self.signal.set()
 
 
+#: How :func:`message_keys` names an id-less message (by its place in a list).
+_PLACE_PREFIX = "~"
+
+
 class _HookMemory:
-    __slots__ = ("claims", "delivered", "outage", "pending", "pending_count")
+    """One hook's hand-off memory: the keys it took (the newest ``dedupe_window``), the
+    claims under way or pending, and, per message (id and content, whatever the
+    namespace), how many of each there are: a hand-off without a namespace (the LangGraph
+    channel's) and one with a namespace (the checkpoint saver's, on the same reducer) are
+    the same hand-off of a message, so each finds the other (see :meth:`taken`)."""
+
+    __slots__ = (
+        "any_claims",
+        "any_delivered",
+        "claims",
+        "delivered",
+        "outage",
+        "pending",
+        "pending_count",
+    )
 
     def __init__(self, backoff: float) -> None:
         self.delivered: OrderedDict[_Key, None] = OrderedDict()
         self.claims: dict[_Key, _Claim] = {}
+        # (id, content) -> how many delivered keys, and the claims under way, of any namespace.
+        self.any_delivered: dict[tuple[str, str], int] = {}
+        self.any_claims: dict[tuple[str, str], list[_Claim]] = {}
         self.pending: list[PendingBatch] = []
         self.pending_count = 0
         self.outage = Outage(backoff)
+
+    def taken(self, key: _Key) -> bool:
+        """Whether the hook took the message of ``key``: under its namespace, or, for a
+        message with an id, for a hand-off without a namespace under any namespace, and for
+        one with a namespace without one. (An id-less message is named by the list it left,
+        which the channel's and the saver's lists never share.)"""
+        if key in self.delivered:
+            return True
+        namespace, message_id, content = key
+        if message_id.startswith(_PLACE_PREFIX):
+            return False
+        if namespace is None:
+            return (message_id, content) in self.any_delivered
+        return (None, message_id, content) in self.delivered
+
+    def holder(self, key: _Key) -> _Claim | None:
+        """The claim under way (or pending) on the message of ``key``, matched as
+        :meth:`taken` matches."""
+        found = self.claims.get(key)
+        if found is not None:
+            return found
+        namespace, message_id, content = key
+        if message_id.startswith(_PLACE_PREFIX):
+            return None
+        if namespace is None:
+            held = self.any_claims.get((message_id, content))
+            return held[-1] if held else None
+        return self.claims.get((None, message_id, content))
+
+    def deliver(self, key: _Key) -> None:
+        """Remember ``key`` as taken (the newest of the window)."""
+        if key in self.delivered:
+            self.delivered.move_to_end(key)
+            return
+        self.delivered[key] = None
+        pair = (key[1], key[2])
+        self.any_delivered[pair] = self.any_delivered.get(pair, 0) + 1
+
+    def forget_oldest(self) -> None:
+        key, _ = self.delivered.popitem(last=False)
+        pair = (key[1], key[2])
+        left = self.any_delivered[pair] - 1
+        if left:
+            self.any_delivered[pair] = left
+        else:
+            del self.any_delivered[pair]
+
+    def claim(self, key: _Key, claim: _Claim) -> None:
+        self.claims[key] = claim
+        self.any_claims.setdefault((key[1], key[2]), []).append(claim)
+
+    def unclaim(self, key: _Key, claim: _Claim) -> None:
+        if self.claims.get(key) is claim:
+            del self.claims[key]
+            pair = (key[1], key[2])
+            held = self.any_claims.get(pair)
+            if held is not None:
+                held[:] = [c for c in held if c is not claim]
+                if not held:
+                    del self.any_claims[pair]
 
 
 class _Reserved(NamedTuple):
@@ -419,9 +500,9 @@ class HookDelivery:
             if memory.pending_count + len(released) > self._pending_limit:
                 return []
             for message, key, _ in released:
-                if key in memory.delivered or key in memory.claims:
+                if memory.taken(key) or memory.holder(key) is not None:
                     continue
-                memory.claims[key] = claim
+                memory.claim(key, claim)
                 keys.append(key)
                 messages.append(message)
             if messages:
@@ -444,7 +525,8 @@ class HookDelivery:
                 claim = _Claim()
                 for key in pending.keys:
                     if memory.claims.get(key) is pending.claim:
-                        memory.claims[key] = claim
+                        memory.unclaim(key, pending.claim)
+                        memory.claim(key, claim)
                 pending.claim = claim
         return taken
 
@@ -478,11 +560,11 @@ class HookDelivery:
         foreign: list[tuple[Any, _Key, _Claim]] = []
         with self._lock:
             for message, key in zip(batch, keys, strict=True):
-                if key in memory.delivered:
+                if memory.taken(key):
                     continue
-                holder = memory.claims.get(key)
+                holder = memory.holder(key)
                 if holder is None:
-                    memory.claims[key] = claim
+                    memory.claim(key, claim)
                     own.append(key)
                     fresh.append(message)
                 elif holder is not claim:
@@ -504,10 +586,9 @@ class HookDelivery:
             if error is None:
                 self._delivered += len(messages)
                 for key in keys:
-                    memory.delivered[key] = None
-                    memory.delivered.move_to_end(key)
+                    memory.deliver(key)
                 while len(memory.delivered) > self._window:
-                    memory.delivered.popitem(last=False)
+                    memory.forget_oldest()
             claim.error = error
             self._release(
                 memory, keys, claim, _Claim.DELIVERED if error is None else _Claim.RELEASED
@@ -517,8 +598,7 @@ class HookDelivery:
     @staticmethod
     def _release(memory: _HookMemory, keys: list[_Key], claim: _Claim, state: str) -> None:
         for key in keys:
-            if memory.claims.get(key) is claim:
-                del memory.claims[key]
+            memory.unclaim(key, claim)
         claim.state = state
 
 
@@ -552,7 +632,7 @@ def message_keys(
             # The batch holds objects of the list, in its order: one object listed twice
             # takes its positions in turn (a message not in the list, its batch index).
             found = where.get(id(message))
-            message_id = f"~{place}:{found.pop(0) if found else -1 - index}"
+            message_id = f"{_PLACE_PREFIX}{place}:{found.pop(0) if found else -1 - index}"
         keys.append((ns, message_id, fingerprint(message)))
     return keys
 

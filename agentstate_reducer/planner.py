@@ -408,6 +408,9 @@ class PlanState:
         bound = min(size - 1, self._kept_turns_start())
         if limits.max_tokens is None:
             bound = min(size - max(limits.min_messages - reserve, 0), bound)
+        # The first try whose end brings the list within its bound; when none does, the
+        # try that prunes furthest (so that reducing the result again prunes nothing).
+        furthest: int | None = None
         for allowed in self._alternation(block=fold):
             on_human = limits.start_on_human
             latest = self._last_valid_end(bound, allowed, on_human=on_human)
@@ -417,15 +420,41 @@ class PlanState:
                 # (the history still starts on the kept first question).
                 on_human = False
                 latest = self._last_valid_end(bound, allowed, on_human=on_human)
-            if latest is None:
+            if latest is None or not self.pruned_positions(latest, block=fold):
+                # No window, or one that holds nothing to prune (only a summary block
+                # kept after the first message, where a single block cannot stand next to
+                # the first message that stays): the next try may have one.
                 continue
             if limits.max_tokens is None:
-                return latest
-            target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
-            return self._first_fitting_end(
-                latest, target - reserve, fold=fold, allowed=allowed, on_human=on_human
-            )
-        return None
+                end = latest
+            else:
+                target = (
+                    limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
+                )
+                end = self._first_fitting_end(
+                    latest, target - reserve, fold=fold, allowed=allowed, on_human=on_human
+                )
+            if self._within_bound(end, reserve, fold):
+                return end
+            if furthest is None or end > furthest:
+                furthest = end
+        return furthest
+
+    def _within_bound(self, end: int, reserve: int, fold: bool) -> bool:
+        """Whether the list a window ending at ``end`` leaves is within the limit that
+        starts pruning (``max_messages``, or the target tokens): with ``fold``, the summary
+        blocks go and ``reserve`` (messages or tokens) of the new block come."""
+        limits = self._limits
+        gone = self.pruned_positions(end, block=fold)
+        folded = self.summary_positions(len(self.views)) if fold else []
+        if limits.max_tokens is None:
+            if limits.max_messages is None:
+                return True
+            return len(self.views) - len(gone) - len(folded) + reserve <= limits.max_messages
+        target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
+        tokens = self.tokens
+        left = self.total - sum(tokens[p] for p in gone) - sum(tokens[p] for p in folded)
+        return left + reserve <= target
 
     def _opens_on_question(self) -> bool:
         """Whether the roles alternate and the kept first message is a question (an

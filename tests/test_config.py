@@ -359,3 +359,22 @@ def test_with_config_changes_any_field_but_the_hand_off() -> None:
     assert same.config == base.config
     with pytest.warns(DeprecationWarning):
         assert base.with_config(dedupe_window=9).config == base.config
+
+
+def test_a_hook_that_cannot_take_the_pruned_messages_and_the_namespace_is_refused() -> None:
+    """A hook of one argument failed on every prune, was taken for an outage and retried
+    forever while the list grew; it is refused when the config is made, naming it and the
+    signature it needs. Hooks that can take both (also through defaults, ``*args``, a
+    bound method or an async function) are accepted."""
+    with pytest.raises(TypeError, match=r"on_prune\[1\] is called with \(pruned_messages, "):
+        ReducerConfig(on_prune=[lambda pruned, namespace: None, lambda pruned: None])
+    with pytest.raises(TypeError, match=r"on_prune\[0\].*signature"):
+        ReducerConfig(on_prune=lambda pruned, namespace, extra: None)
+
+    class Store:
+        def save(self, pruned: list[Any], namespace: Any = None) -> None: ...
+
+    async def remember(pruned: list[Any], namespace: Any) -> None: ...
+
+    accepted = [Store().save, remember, lambda *args: None, lambda p, n, extra=1: None, print]
+    assert len(ReducerConfig(on_prune=accepted).on_prune) == 5

@@ -1067,6 +1067,50 @@ def test_start_on_human_prunes_an_alternating_list_that_opens_on_its_first_quest
     assert again.pruned == []
 
 
+@pytest.mark.parametrize("fmt", sorted(ALTERNATING))
+def test_a_running_summary_after_the_first_question_does_not_stop_count_mode_pruning(
+    fmt: str,
+) -> None:
+    """Roles that alternate, the first question kept and a running summary injected: once
+    the block stood after the first question, its single form had no window (the block
+    must meet a user message, and a tool loop offers only results), and that empty try hid
+    the two-message form that has one, so a long tool loop was never pruned again (25
+    messages kept with ``max_messages=8``). Each reduce of the growing chat now stays
+    within the bound, and reducing the result again prunes nothing."""
+
+    def turn(number: int) -> list[Element]:
+        elements = [Element("question", text=f"question {number}")]
+        for step in range(10):
+            call = Call(f"t{number}s{step}", "lookup", {"step": step})
+            elements.append(Element("reply", calls=(call,)))
+            elements.append(Element("results", results=((call.id, call.name, f"r{step}"),)))
+        return [*elements, Element("reply", text=f"answer {number}")]
+
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=4,
+            max_messages=8,
+            summarize_fn=lambda messages: f"{len(messages)} messages",
+            inject_summary=True,
+        )
+    )
+    dialogue = [Element("question", text="first question")]
+    kept: list[Any] = []
+    first = None
+    for number in range(1, 4):
+        dialogue += turn(number)
+        messages, _ = render_dialogue([*dialogue, Element("question", text="next")], fmt)
+        # The chat as a stored list grows: what was kept, then what is new.
+        new = messages[len(messages) - (len(turn(number)) + 1) :]
+        result = reducer.reduce(kept, new) if kept else reducer.reduce(messages)
+        first = first or messages[0]
+        kept = [m for m in result.surviving if m is not new[-1]]
+        assert len(result.surviving) <= 8, (fmt, number, len(result.surviving))
+        assert result.surviving[0] is first
+        assert reducer.validate(result.surviving).problems == [], fmt
+        assert reducer.reduce(result.surviving).pruned == []
+
+
 def test_chat_openai_responses_v1_messages_count_their_reasoning_and_each_call_once() -> None:
     """``ChatOpenAI(output_version="responses/v1")`` keeps the Responses items as content
     blocks: a reasoning item's text is in its ``summary`` parts (it counts, as in the

@@ -115,6 +115,59 @@ def test_dedupe_memory_is_bounded() -> None:
     assert hook.ids.count("m0") == 2 and hook.ids.count("m3") == 1
 
 
+@pytest.mark.parametrize(
+    ("first", "second", "again"),
+    [
+        (("memories", "t1"), None, False),  # the saver, then the channel
+        (None, ("memories", "t1"), False),  # the channel, then the saver
+        (("memories", "t1"), ("memories", "t2"), True),  # two threads: each its own
+        (None, None, False),
+    ],
+)
+def test_a_hand_off_without_a_namespace_is_the_same_as_one_with_a_namespace(
+    first: Any, second: Any, again: bool
+) -> None:
+    """The LangGraph channel hands over with ``namespace=None`` and the checkpoint saver
+    on the same reducer with ``("memories", thread_id)``: the same message pruned by both
+    reaches each hook once. Two namespaces still hand the same message over once each."""
+    hook = Recorder()
+    reducer = reducer_with(hook)
+    reducer.reduce(existing=turns(8), namespace=first)
+    reducer.reduce(existing=turns(8), namespace=second)
+    assert hook.ids.count("m0") == (2 if again else 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([None, "a", "b"]), st.integers(0, 5)), min_size=1, max_size=12
+    ),
+    st.integers(1, 6),
+)
+def test_the_namespace_free_index_follows_the_window(
+    deliveries: list[tuple[str | None, int]], window: int
+) -> None:
+    """Whatever hand-offs came, in any namespaces, with any window: a message is handed
+    over under a namespace exactly when the window holds no key of it under that namespace
+    or, for one side without a namespace, under the other side (a model of the memory, run
+    beside the reducer's)."""
+    hook = Recorder()
+    reducer = reducer_with(hook, handoff=Handoff(dedupe_window=window, retry_backoff=0))
+    remembered: list[tuple[str | None, str]] = []
+    for namespace, index in deliveries:
+        message = {"role": "user", "content": str(index), "id": f"m{index}"}
+        before = len(hook.ids)
+        reducer.deliver([message], namespace)
+        taken = any(
+            ident == message["id"] and (ns == namespace or ns is None or namespace is None)
+            for ns, ident in remembered
+        )
+        assert len(hook.ids) - before == (0 if taken else 1)
+        if not taken:
+            remembered.append((namespace, message["id"]))
+            del remembered[:-window]
+
+
 def test_a_failing_hook_raises_and_its_messages_come_again() -> None:
     """Nothing is lost: the failure reaches the caller and the next reduce re-delivers."""
     good = Recorder()

@@ -765,12 +765,12 @@ def test_messages_carried_after_an_overflow_go_only_to_lists_that_fold_that_bloc
 
     def summarize(messages: list[Any]) -> str:
         got.append([str(m["content"]) for m in messages if not is_summary(m)])
-        return f"summary {len(got)}"
+        return f"summary {len(got)}: " + "word " * 30  # about 30 tokens, over its room of 10
 
     reducer = MessageReducer(
         config=ReducerConfig(
-            min_messages=3,
-            max_messages=5,
+            max_tokens=60,
+            summary_max_tokens=10,
             preserve_first=False,
             summarize_fn=summarize,
             inject_summary=True,

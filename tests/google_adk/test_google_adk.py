@@ -212,6 +212,100 @@ def test_a_30_turn_sync_run_with_a_summary_shows_the_block_and_records_it() -> N
     assert record["block"] == [["model", last[1].parts[0].text]]
 
 
+class LoopingGemini(ScriptedGemini):
+    """Answers a question after ``rounds`` rounds of one ``add`` call each (a long tool loop
+    under one question); records each request's contents."""
+
+    rounds: int = 10
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        contents = list(llm_request.contents)
+        self.requests.append(contents)
+        question = next(
+            part.text
+            for content in reversed(contents)
+            if content.role == "user"
+            for part in content.parts or ()
+            if part.text and part.text.startswith("question")
+        )
+        turn = int(question.split()[1])
+        done = sum(
+            1
+            for content in contents
+            for part in content.parts or ()
+            if part.function_response is not None
+            and json.dumps(part.function_response.response).startswith(f'{{"result": "{turn}+')
+        )
+        # The rounds of this turn so far: the newest call's b, as the view may have lost
+        # older rounds of the turn.
+        last_call = next(
+            (
+                part.function_call
+                for content in reversed(contents)
+                for part in content.parts or ()
+                if part.function_call is not None and part.function_call.args["a"] == turn
+            ),
+            None,
+        )
+        step = 0 if last_call is None else int(last_call.args["b"]) + 1
+        if done and step >= self.rounds:
+            parts = [types.Part(text=f"answer {turn}")]
+        else:
+            parts = [
+                types.Part(
+                    function_call=types.FunctionCall(name="add", args={"a": turn, "b": step})
+                )
+            ]
+        yield LlmResponse(content=types.Content(role="model", parts=parts))
+
+
+@pytest.mark.parametrize("inject", [False, True])
+def test_a_long_tool_loop_under_one_question_hands_each_content_over_once(inject: bool) -> None:
+    """Three questions, each answered after ten rounds of tool calls: the older rounds of a
+    turn leave the model's view while its question stays; each reaches the hook and the
+    summarizer once (they used to come back on every later call, handed over and summarised
+    again each time), and every request stays within the bound (with an injected summary
+    block too)."""
+    pruned: list[Any] = []
+    summarized: list[Any] = []
+
+    def summarize(messages: list[Any]) -> str:
+        summarized.extend(
+            m for m in messages if not (m.parts[0].text or "").startswith("Summary of the")
+        )
+        return f"{len(summarized)} contents summarised"
+
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=4,
+            max_messages=8,
+            summarize_fn=summarize,
+            inject_summary=inject,
+            on_prune=[lambda messages, namespace: pruned.extend(messages)],
+        )
+    )
+    model = LoopingGemini(requests=[])
+    service = InMemorySessionService()
+    runner = make_runner(reducer, service, model)
+
+    async def chat() -> Any:
+        session = await service.create_session(app_name=APP, user_id="u1")
+        for turn in range(3):
+            assert await ask(runner, session.id, turn) == f"answer {turn}"
+        return await service.get_session(app_name=APP, user_id="u1", session_id=session.id)
+
+    session = asyncio.run(chat())
+    assert len(model.requests) == 33  # eleven calls a question: the loop ran as scripted
+    check_requests(reducer, model, bound=8 + inject)
+    originals = [m for m in pruned if not (m.parts[0].text or "").startswith("Summary of the")]
+    check_handoff(model, originals, model.requests[-1])
+    assert Counter(map(signature, summarized)) == Counter(map(signature, originals))
+    assert len(originals) > 40
+    assert session.state[STATE_KEY_PREFIX + "calc"]["skipped"] != []
+
+
 def test_a_hook_outage_shows_a_bounded_view_and_hands_everything_over_once_it_is_back() -> None:
     """While the hook fails, the model still gets a bounded view, but nothing leaves for
     good (the record stays where it was); once the hook is back every content that left

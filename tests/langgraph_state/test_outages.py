@@ -201,6 +201,37 @@ def test_the_channel_stores_everything_and_nodes_read_the_bounded_view(
     check(store, reducer, model, list(stored))
 
 
+@pytest.mark.parametrize("durability", DURABILITIES)
+def test_the_channel_and_the_saver_on_one_reducer_hand_each_message_over_once(
+    sync_inner: Any, durability: str
+) -> None:
+    """The state channel and ``ReducingCheckpointSaver`` on one reducer (the guide pairs
+    them): after an outage both find the stored list over the bound, the saver at the next
+    run's input checkpoint (its hooks get ``("memories", thread_id)``) and the channel
+    after the next step (``namespace=None``). Each message reaches the store once: a
+    hand-off without a namespace and one with a namespace are the same hand-off (they were
+    two, and every message of the outage was stored twice)."""
+    from collections import Counter
+
+    from agentstate_reducer.langgraph import ReducingCheckpointSaver
+
+    store = Store()
+    reducer = budget_reducer(store)
+    model = ScriptedChatModel(script=["Noted."], cycle=True)
+    saver = ReducingCheckpointSaver(sync_inner, reducer)
+    graph = _channel_graph(reducer, model, saver)
+    config: Any = {"configurable": {"thread_id": f"both-{durability}"}}
+    for turn in range(TURNS):
+        store.turn = turn
+        graph.invoke({"messages": [HumanMessage(question(turn))]}, config, durability=durability)
+    store.turn = TURNS
+    stored = sync_inner.get_tuple(config).checkpoint["channel_values"]["messages"]
+    check(store, reducer, model, list(stored))
+    twice = [key for key, n in Counter(m.id for m in store.taken).items() if n > 1]
+    assert twice == [], f"{len(twice)} messages reached the store twice"
+    assert {m.id for m in store.taken}.isdisjoint(m.id for m in stored)
+
+
 async def test_the_channel_sends_the_bounded_view_in_async_graphs(async_inner: Any) -> None:
     """Async twin of the channel test (ainvoke)."""
     store = Store()
