@@ -78,7 +78,9 @@ def check_arguments(name: str, value: Any, arguments: tuple[str, ...]) -> None:
     import inspect
 
     try:
-        signature = inspect.signature(value)
+        # The callable's own signature: a functools.wraps adapter is what gets called,
+        # not the function it wraps (whose signature it copies).
+        signature = inspect.signature(value, follow_wrapped=False)
     except (TypeError, ValueError):
         return
     try:

@@ -408,10 +408,14 @@ class PlanState:
         bound = min(size - 1, self._kept_turns_start())
         if limits.max_tokens is None:
             bound = min(size - max(limits.min_messages - reserve, 0), bound)
-        # The first try whose end brings the list within its bound; when none does, the
-        # try that prunes furthest (so that reducing the result again prunes nothing).
-        furthest: int | None = None
-        for allowed in self._alternation(block=fold):
+        # With several tries (a summary block of one message or two): the first whose
+        # window brings the list within its bound; when none does, the first try's end, as
+        # with one try. An empty window of the first try (only a summary block kept after
+        # the first message, where one block message cannot stand) so gives way to the
+        # two-message block's window, while a reduced list still reduces to itself.
+        tries = self._alternation(block=fold)
+        fallback: int | None = None
+        for allowed in tries:
             on_human = limits.start_on_human
             latest = self._last_valid_end(bound, allowed, on_human=on_human)
             if latest is None and on_human and self._opens_on_question():
@@ -420,10 +424,7 @@ class PlanState:
                 # (the history still starts on the kept first question).
                 on_human = False
                 latest = self._last_valid_end(bound, allowed, on_human=on_human)
-            if latest is None or not self.pruned_positions(latest, block=fold):
-                # No window, or one that holds nothing to prune (only a summary block
-                # kept after the first message, where a single block cannot stand next to
-                # the first message that stays): the next try may have one.
+            if latest is None:
                 continue
             if limits.max_tokens is None:
                 end = latest
@@ -434,11 +435,13 @@ class PlanState:
                 end = self._first_fitting_end(
                     latest, target - reserve, fold=fold, allowed=allowed, on_human=on_human
                 )
-            if self._within_bound(end, reserve, fold):
+            if len(tries) == 1:
                 return end
-            if furthest is None or end > furthest:
-                furthest = end
-        return furthest
+            if self.pruned_positions(end, block=fold) and self._within_bound(end, reserve, fold):
+                return end
+            if fallback is None:
+                fallback = end
+        return fallback
 
     def _within_bound(self, end: int, reserve: int, fold: bool) -> bool:
         """Whether the list a window ending at ``end`` leaves is within the limit that

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import warnings
 from typing import Any
@@ -376,5 +377,17 @@ def test_a_hook_that_cannot_take_the_pruned_messages_and_the_namespace_is_refuse
 
     async def remember(pruned: list[Any], namespace: Any) -> None: ...
 
-    accepted = [Store().save, remember, lambda *args: None, lambda p, n, extra=1: None, print]
-    assert len(ReducerConfig(on_prune=accepted).on_prune) == 5
+    def ignoring_the_namespace(save: Any) -> Any:
+        @functools.wraps(save)
+        def hook(pruned: list[Any], namespace: Any) -> None:
+            save(pruned)
+
+        return hook
+
+    @ignoring_the_namespace
+    def save(pruned: list[Any]) -> None: ...
+
+    accepted = [
+        Store().save, remember, lambda *args: None, lambda p, n, extra=1: None, print, save,
+    ]  # fmt: skip
+    assert len(ReducerConfig(on_prune=accepted).on_prune) == 6
