@@ -1111,6 +1111,31 @@ def test_a_running_summary_after_the_first_question_does_not_stop_count_mode_pru
         assert reducer.reduce(result.surviving).pruned == []
 
 
+def test_an_unreachable_budget_keeps_the_one_message_summary_form() -> None:
+    """When no form of the summary block brings the list within the budget (the newest
+    question alone is over it), the one-message form's window is kept, as before: the
+    two-message form would prune the previous answer only to add the block's filler in
+    its place, a larger list."""
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            max_tokens=200,
+            preserve_first=False,
+            format="anthropic",
+            summarize_fn=lambda messages: "the user asked about the weather; it was sunny",
+            inject_summary=True,
+        )
+    )
+    messages = [
+        {"role": "user", "content": "what is the weather in Paris today?"},
+        {"role": "assistant", "content": "Sunny."},
+        {"role": "user", "content": "please summarise this report: " + "lorem ipsum " * 150},
+    ]
+    result = reducer.reduce(messages)
+    assert result.pruned == [messages[0]]
+    assert result.surviving[1:] == messages[1:]
+    assert reducer.reduce(result.surviving).pruned == []
+
+
 def test_chat_openai_responses_v1_messages_count_their_reasoning_and_each_call_once() -> None:
     """``ChatOpenAI(output_version="responses/v1")`` keeps the Responses items as content
     blocks: a reasoning item's text is in its ``summary`` parts (it counts, as in the
