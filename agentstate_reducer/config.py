@@ -195,7 +195,11 @@ class ReducerConfig:
             list that opens on its first question, kept by ``preserve_first``, starts on
             the user already, and a window ending at a later question would put two user
             messages together: when no such window is valid, the window ends where the
-            roles alternate instead, inside an older turn.
+            roles alternate instead, inside an older turn. In count mode, when the window
+            that keeps ``min_messages`` leaves the list over ``max_messages`` (the newest
+            turn holds fewer than ``min_messages`` and only an older question is within
+            them), it ends at the first later question (or inside the newest turn) that
+            brings the list within ``max_messages``, keeping fewer than ``min_messages``.
         keep_groups: The newest user turns that are always kept whole.
         policy: Reduction steps run in order until the list fits (see
             :mod:`agentstate_reducer.policy`); by default ``[DropOldest()]``, or

@@ -424,6 +424,8 @@ class PlanState:
                 # (the history still starts on the kept first question).
                 on_human = False
                 latest = self._last_valid_end(bound, allowed, on_human=on_human)
+            if limits.max_tokens is None and on_human:
+                latest = self._end_past_min(latest, reserve, fold, allowed)
             if latest is None:
                 continue
             if limits.max_tokens is None:
@@ -442,6 +444,46 @@ class PlanState:
             if fallback is None:
                 fallback = end
         return fallback
+
+    def _end_past_min(
+        self, latest: int | None, reserve: int, fold: bool, allowed: list[bool] | None
+    ) -> int | None:
+        """Count mode with ``start_on_human``: ``latest`` (the end that keeps
+        ``min_messages``), unless the list stays over ``max_messages`` with it (or it is
+        None); then the first end past it that brings the list within ``max_messages``, at
+        a question or inside the newest turn, keeping fewer than ``min_messages``. When the
+        newest turn holds fewer than ``min_messages``, the only ends at a question within
+        ``min_messages`` are older ones, which kept every older turn's tool loop: the list
+        stayed over the bound until the next question came.
+        """
+        if latest is not None and self._within_bound(latest, reserve, fold):
+            return latest
+        furthest = min(len(self.views) - 1, self._kept_turns_start())
+        first = self._start + 1 if latest is None else latest + 1
+        if first > furthest:
+            return latest
+        # Ends that split no group, from the newest down (see _last_valid_end), marked.
+        seq, caller_seq = self._seq, self._caller_seq
+        splits_none = [False] * (furthest + 1)
+        lowest = self._next_seq
+        for position in range(len(seq) - 1, first - 1, -1):
+            caller = caller_seq[position]
+            if caller != _NO_LINK and caller < lowest:
+                lowest = caller
+            if position <= furthest:
+                splits_none[position] = lowest >= seq[position]
+        pinned = self._pinned()
+        views = self.views
+        for end in range(first, furthest + 1):
+            if (
+                splits_none[end]
+                and (views[end].role == HUMAN or seq[end] > pinned)
+                and (allowed is None or allowed[end])
+                and self.pruned_positions(end, block=fold)
+                and self._within_bound(end, reserve, fold)
+            ):
+                return end
+        return latest
 
     def _within_bound(self, end: int, reserve: int, fold: bool) -> bool:
         """Whether the list a window ending at ``end`` leaves is within the limit that
@@ -484,6 +526,11 @@ class PlanState:
         if limits.max_tokens is None:
             bound = min(size - max(limits.min_messages, 0), bound)
         latest = self._last_valid_end(bound)
+        if limits.max_tokens is None and limits.start_on_human:
+            # The end may have to pass min_messages (see _end_past_min).
+            found = self._end_past_min(latest, 0, False, None)
+            if found != latest:
+                return None
         if latest is None:
             return 0, [], []
         start = self._start

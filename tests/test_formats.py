@@ -1136,6 +1136,40 @@ def test_an_unreachable_budget_keeps_the_one_message_summary_form() -> None:
     assert reducer.reduce(result.surviving).pruned == []
 
 
+@pytest.mark.parametrize("fmt", WIRE_FORMATS)
+@pytest.mark.parametrize("preserve_first", [False, "system"])
+def test_start_on_human_bounds_a_list_whose_newest_turn_is_shorter_than_min_messages(
+    fmt: str, preserve_first: Any
+) -> None:
+    """``start_on_human`` in count mode, a long tool loop under the previous question and a
+    newest turn shorter than ``min_messages``: the only question within ``min_messages``
+    was the previous one, so every tool pair of its loop stayed (65 messages kept with
+    ``max_messages=6``) until the next question came. The window now ends at the newest
+    question, keeping fewer than ``min_messages``, as token mode does."""
+    elements = [Element("system", text="be brief"), Element("question", text="question 0")]
+    for step in range(15):
+        call = Call(f"loop{step}", "lookup", {"step": step})
+        elements.append(Element("reply", calls=(call,)))
+        elements.append(Element("results", results=((call.id, call.name, f"r{step}"),)))
+    elements += [
+        Element("reply", text="answer 0"),
+        Element("question", text="question 1"),
+        Element("reply", text="answer 1"),
+    ]
+    messages, _ = render_dialogue(elements, fmt)
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=4, max_messages=6, start_on_human=True, preserve_first=preserve_first
+        )
+    )
+    result = reducer.reduce(existing=messages)
+    assert len(result.surviving) <= 6, (fmt, len(result.surviving))
+    assert result.surviving[-2:] == messages[-2:]
+    assert len(result.pruned) + len(result.surviving) == len(messages)
+    assert [p.kind for p in reducer.validate(result.surviving).problems] == [], fmt
+    assert reducer.reduce(result.surviving).pruned == []
+
+
 def test_chat_openai_responses_v1_messages_count_their_reasoning_and_each_call_once() -> None:
     """``ChatOpenAI(output_version="responses/v1")`` keeps the Responses items as content
     blocks: a reasoning item's text is in its ``summary`` parts (it counts, as in the
