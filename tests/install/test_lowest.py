@@ -76,7 +76,7 @@ COSMOS_FLOORS = {
     "langgraph": "1.2.15",
     "azure-cosmos": "4.8.0",
     "azure-core": "1.30.0",
-    "aiohttp": "3.9.0",
+    "aiohttp": "3.10.6",
     "certifi": "2023.7.22",
     "azure-identity": "1.15.0",
     "zstandard": "0.23.0",
