@@ -164,7 +164,9 @@ class ReducerConfig:
             May be a coroutine function, or an object with an ``acall`` coroutine method
             too (awaited by ``areduce``); see also the LLM summarizer in
             ``agentstate_reducer.langgraph.summarizers``. Needs a policy with a summarising
-            step (the default policy has one).
+            step (the default policy has one). Returning None, an empty string or only
+            whitespace says there is nothing new: the messages are pruned and no block is
+            made (the previous one stays).
         inject_summary: Put the summary into the list, after the kept first message and
             any leading system or developer messages (never before an instruction), as one
             human message marked as a summary, replacing the previous summary; it counts
@@ -581,10 +583,12 @@ def _handoff(handoff: Handoff | None, old: dict[str, Any]) -> Handoff:
             stacklevel=3,
         )
         if handoff is not None and getattr(handoff, name) != value:
+            given = getattr(handoff, name)
+            default = ", its default" if given == getattr(Handoff(), name) else ""
             raise ValueError(
                 f"ReducerConfig({keyword}={value!r}) contradicts "
-                f"handoff=Handoff({name}={getattr(handoff, name)!r}); pass only "
-                f"handoff=Handoff({name}=...)"
+                f"handoff=Handoff({name}={given!r}{default}); {keyword}= is deprecated: "
+                f"pass only handoff=Handoff({name}={value!r}, ...)"
             )
         changes[name] = value
     base = handoff if handoff is not None else Handoff()

@@ -522,9 +522,11 @@ class RunningSummary:
                 messages,
             ) from error
         self.outage.succeeded()
-        summary = outcome.value
-        if summary is not None and not isinstance(summary, str):
-            raise TypeError(f"summarize_fn must return a str or None, got {summary!r}")
+        value = outcome.value
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"summarize_fn must return a str or None, got {value!r}")
+        # An empty text has nothing to say, as None says: no empty block is injected.
+        summary: str | None = value if value is not None and value.strip() else None
         self.memory.put(key, summary)
         return summary
 

@@ -64,6 +64,9 @@ INVALID_BLOCK = FLAW_BLOCK
 
 
 _RESULT_ROLES = (TOOL, FUNCTION)
+#: The roles a message of the Chat family may have (any other is never pruned, and no
+#: provider takes it).
+_KNOWN_ROLES = frozenset((HUMAN, AI, SYSTEM, "developer", TOOL, FUNCTION))
 #: Roles a conversation may open with before its first user message.
 _INSTRUCTIONS = (SYSTEM, "developer")
 
@@ -135,6 +138,8 @@ def find_problems(
         problems += _adjacent_pairs(views)
     if format is not None and format.alternates:
         problems += _alternation(views, format)
+    elif format is None or format.name == "chat":
+        problems += _unknown_roles(views)
     problems += _thinking(views)
     problems += [
         Problem(kind, position, detail)
@@ -307,3 +312,18 @@ def _orphan(position: int, result: MessageView, answered: str | None, where: str
     else:
         detail = f"tool result for call {answered!r} does not answer a call of {where}"
     return Problem(ORPHAN_RESULT, position, detail)
+
+
+def _unknown_roles(views: Sequence[MessageView]) -> list[Problem]:
+    """A role no provider has (a typo such as ``"usr"``): the reducer never prunes such a
+    message (it cannot tell what it is), so a list of them is never bounded either."""
+    return [
+        Problem(
+            UNEXPECTED_ROLE,
+            position,
+            f"a message with role {view.role!r}, which no provider has: it is never pruned "
+            "(the roles are user, assistant, system, developer, tool and function)",
+        )
+        for position, view in enumerate(views)
+        if view.role not in _KNOWN_ROLES and not view.summary
+    ]

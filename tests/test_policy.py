@@ -373,3 +373,22 @@ def test_turn_rules_hold_turn_by_turn_and_settle(
         assert [id(m) for m in kept.surviving] == [id(m) for m in fresh.surviving]
         history = kept.surviving
     assert reducer.reduce(existing=history).pruned == []
+
+
+def test_validate_names_a_role_no_provider_has() -> None:
+    """A mistyped role (``"usr"``) is never pruned, so the list is never bounded:
+    ``validate()`` names each such message, and no known role."""
+    from agentstate_reducer import MessageReducer
+
+    history = [{"role": "system", "content": "s"}, {"role": "developer", "content": "d"}]
+    history += [
+        {"role": "usr" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(6)
+    ]
+    problems = MessageReducer(min_messages=2, max_messages=20).validate(history).problems
+    assert [(p.kind, p.index) for p in problems] == [
+        ("bad_first_message", 2),
+        ("unexpected_role", 2),
+        ("unexpected_role", 4),
+        ("unexpected_role", 6),
+    ]
+    assert "'usr'" in problems[1].detail

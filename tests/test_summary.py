@@ -1000,3 +1000,27 @@ def test_a_sync_reduce_on_the_loop_making_the_summary_does_not_wait() -> None:
     assert late.surviving == history and late.pruned == []
     assert "call areduce()" in str(late.summary_error)
     assert calls == [calls[0]] and made.summary == "gist"
+
+
+@pytest.mark.parametrize("nothing", [None, "", "  \n"])
+def test_a_summarizer_with_nothing_to_say_adds_no_block(nothing: str | None) -> None:
+    """``summarize_fn`` returning None, an empty string or only whitespace: the messages
+    are pruned and no block is injected (an empty string used to inject a block holding
+    only its header line)."""
+    history = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}", "id": f"m{i}"}
+        for i in range(10)
+    ]
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=2,
+            max_messages=4,
+            preserve_first=False,
+            summarize_fn=lambda messages: nothing,
+            inject_summary=True,
+        )
+    )
+    result = reducer.reduce(history)
+    assert result.surviving == history[-2:]
+    assert result.summary is None
+    assert not any(is_summary(m) for m in result.surviving)
