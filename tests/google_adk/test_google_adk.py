@@ -48,6 +48,18 @@ def signature(content: Any) -> tuple[Any, ...]:
     return (content.role, tuple(parts))
 
 
+def asked_turn(contents: list[types.Content]) -> int:
+    """The number of the newest question ("question N") in a request's contents."""
+    question = next(
+        part.text
+        for content in reversed(contents)
+        if content.role == "user"
+        for part in content.parts or ()
+        if part.text and part.text.startswith("question")
+    )
+    return int(question.split()[1])
+
+
 class ScriptedGemini(BaseLlm):
     """Answers a question with two parallel ``add`` calls, their results with the answer;
     records each request's contents."""
@@ -63,14 +75,7 @@ class ScriptedGemini(BaseLlm):
         for content in contents:  # google-genai accepts each content as it is
             types.Content.model_validate(content.model_dump())
         last = contents[-1]
-        question = next(
-            part.text
-            for content in reversed(contents)
-            if content.role == "user"
-            for part in content.parts or ()
-            if part.text and part.text.startswith("question")
-        )
-        turn = int(question.split()[1])
+        turn = asked_turn(contents)
         if any(part.function_response for part in last.parts or ()):
             parts = [types.Part(text=f"answer {turn}")]
         else:
@@ -123,16 +128,25 @@ def check_handoff(model: ScriptedGemini, pruned: list[Any], last_view: list[Any]
     assert [s for s, n in counts.items() if n > 1] == []
 
     def real(contents: list[Any]) -> set[tuple[Any, ...]]:
-        return {
-            signature(c)
-            for c in contents
-            if not (c.parts and (c.parts[0].text or "").startswith("Summary of the earlier"))
-        }
+        return {signature(c) for c in contents if not is_block(c)}
 
     seen = set().union(*(real(contents) for contents in model.requests))
     kept = real(last_view)
     assert seen - kept == set(counts)
     assert set(counts).isdisjoint(kept)
+
+
+def run_async_chat(runner: Runner, service: Any, turns: int) -> Any:
+    """``turns`` questions through ``Runner.run_async`` in a new session, each answered as
+    scripted; the session afterwards."""
+
+    async def chat() -> Any:
+        session = await service.create_session(app_name=APP, user_id="u1")
+        for turn in range(turns):
+            assert await ask(runner, session.id, turn) == f"answer {turn}"
+        return await service.get_session(app_name=APP, user_id="u1", session_id=session.id)
+
+    return asyncio.run(chat())
 
 
 def test_a_30_turn_async_run_keeps_the_models_view_bounded_and_hands_over_once() -> None:
@@ -153,13 +167,7 @@ def test_a_30_turn_async_run_keeps_the_models_view_bounded_and_hands_over_once()
     service = InMemorySessionService()
     runner = make_runner(reducer, service, model)
 
-    async def chat() -> Any:
-        session = await service.create_session(app_name=APP, user_id="u1")
-        for turn in range(30):
-            assert await ask(runner, session.id, turn) == f"answer {turn}"
-        return await service.get_session(app_name=APP, user_id="u1", session_id=session.id)
-
-    session = asyncio.run(chat())
+    session = run_async_chat(runner, service, 30)
     check_requests(reducer, model, bound=12)
     check_handoff(model, pruned, model.requests[-1])
     assert len(model.requests) == 60 and len(pruned) > 100
@@ -169,29 +177,41 @@ def test_a_30_turn_async_run_keeps_the_models_view_bounded_and_hands_over_once()
     assert len(session.events) == 120  # ADK keeps every event: the view is what is bounded
 
 
+def is_block(content: Any) -> bool:
+    """Whether ``content`` is the reducer's summary block (not a content of the chat)."""
+    return bool(content.parts) and (content.parts[0].text or "").startswith("Summary of the")
+
+
+def summarizing_reducer(
+    min_messages: int, max_messages: int, *, inject: bool
+) -> tuple[MessageReducer, list[Any], list[Any]]:
+    """A reducer with a running summary and a hook: it, what the hook took, and what the
+    summarizer was given (summary blocks left out)."""
+    pruned: list[Any] = []
+    summarized: list[Any] = []
+
+    def summarize(messages: list[Any]) -> str:
+        summarized.extend(m for m in messages if not is_block(m))
+        return f"{len(summarized)} contents summarised"
+
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=min_messages,
+            max_messages=max_messages,
+            summarize_fn=summarize,
+            inject_summary=inject,
+            on_prune=[lambda messages, namespace: pruned.extend(messages)],
+        )
+    )
+    return reducer, pruned, summarized
+
+
 def test_a_30_turn_sync_run_with_a_summary_shows_the_block_and_records_it() -> None:
     """Thirty turns through the synchronous ``Runner.run`` with ``Summarize`` and
     ``inject_summary``: the model sees the summary block where the pruned turns were (roles
     still alternating), the block is kept in the session's record, and the summarizer saw
     every pruned content once."""
-    summarized: list[Any] = []
-
-    def summarize(messages: list[Any]) -> str:
-        summarized.extend(
-            m for m in messages if not (m.parts[0].text or "").startswith("Summary of the")
-        )
-        return f"{len(summarized)} contents summarised"
-
-    pruned: list[Any] = []
-    reducer = MessageReducer(
-        config=ReducerConfig(
-            min_messages=6,
-            max_messages=12,
-            summarize_fn=summarize,
-            inject_summary=True,
-            on_prune=[lambda messages, namespace: pruned.extend(messages)],
-        )
-    )
+    reducer, pruned, summarized = summarizing_reducer(6, 12, inject=True)
     model = ScriptedGemini(requests=[])
     service = InMemorySessionService()
     runner = make_runner(reducer, service, model, namespace="chat-9")
@@ -204,7 +224,7 @@ def test_a_30_turn_sync_run_with_a_summary_shows_the_block_and_records_it() -> N
     last = model.requests[-1]
     assert last[1].role == "model" and last[1].parts[0].text.startswith("Summary of the earlier")
     assert f"{len(summarized)} contents summarised" in last[1].parts[0].text
-    originals = [m for m in pruned if not (m.parts[0].text or "").startswith("Summary of the")]
+    originals = [m for m in pruned if not is_block(m)]
     assert Counter(map(signature, summarized)) == Counter(map(signature, originals))
     check_handoff(model, originals, last)
     stored = service.get_session_sync(app_name=APP, user_id="u1", session_id=session.id)
@@ -223,14 +243,7 @@ class LoopingGemini(ScriptedGemini):
     ) -> AsyncGenerator[LlmResponse, None]:
         contents = list(llm_request.contents)
         self.requests.append(contents)
-        question = next(
-            part.text
-            for content in reversed(contents)
-            if content.role == "user"
-            for part in content.parts or ()
-            if part.text and part.text.startswith("question")
-        )
-        turn = int(question.split()[1])
+        turn = asked_turn(contents)
         done = sum(
             1
             for content in contents
@@ -268,38 +281,15 @@ def test_a_long_tool_loop_under_one_question_hands_each_content_over_once(inject
     summarizer once (they used to come back on every later call, handed over and summarised
     again each time), and every request stays within the bound (with an injected summary
     block too)."""
-    pruned: list[Any] = []
-    summarized: list[Any] = []
-
-    def summarize(messages: list[Any]) -> str:
-        summarized.extend(
-            m for m in messages if not (m.parts[0].text or "").startswith("Summary of the")
-        )
-        return f"{len(summarized)} contents summarised"
-
-    reducer = MessageReducer(
-        config=ReducerConfig(
-            min_messages=4,
-            max_messages=8,
-            summarize_fn=summarize,
-            inject_summary=inject,
-            on_prune=[lambda messages, namespace: pruned.extend(messages)],
-        )
-    )
+    reducer, pruned, summarized = summarizing_reducer(4, 8, inject=inject)
     model = LoopingGemini(requests=[])
     service = InMemorySessionService()
     runner = make_runner(reducer, service, model)
 
-    async def chat() -> Any:
-        session = await service.create_session(app_name=APP, user_id="u1")
-        for turn in range(3):
-            assert await ask(runner, session.id, turn) == f"answer {turn}"
-        return await service.get_session(app_name=APP, user_id="u1", session_id=session.id)
-
-    session = asyncio.run(chat())
+    session = run_async_chat(runner, service, 3)
     assert len(model.requests) == 33  # eleven calls a question: the loop ran as scripted
     check_requests(reducer, model, bound=8 + inject)
-    originals = [m for m in pruned if not (m.parts[0].text or "").startswith("Summary of the")]
+    originals = [m for m in pruned if not is_block(m)]
     check_handoff(model, originals, model.requests[-1])
     assert Counter(map(signature, summarized)) == Counter(map(signature, originals))
     assert len(originals) > 40
