@@ -439,7 +439,7 @@ class PlanState:
                 )
             if len(tries) == 1:
                 return end
-            if self.pruned_positions(end, block=fold) and self._within_bound(end, reserve, fold):
+            if self._prunes_within_bound(end, reserve, fold):
                 return end
             if fallback is None:
                 fallback = end
@@ -479,18 +479,27 @@ class PlanState:
                 splits_none[end]
                 and (views[end].role == HUMAN or seq[end] > pinned)
                 and (allowed is None or allowed[end])
-                and self.pruned_positions(end, block=fold)
-                and self._within_bound(end, reserve, fold)
+                and self._prunes_within_bound(end, reserve, fold)
             ):
                 return end
         return latest
 
-    def _within_bound(self, end: int, reserve: int, fold: bool) -> bool:
-        """Whether the list a window ending at ``end`` leaves is within the limit that
-        starts pruning (``max_messages``, or the target tokens): with ``fold``, the summary
-        blocks go and ``reserve`` (messages or tokens) of the new block come."""
-        limits = self._limits
+    def _prunes_within_bound(self, end: int, reserve: int, fold: bool) -> bool:
+        """Whether a window ending at ``end`` prunes something and leaves the list within
+        its bound (see :meth:`_within_bound`)."""
         gone = self.pruned_positions(end, block=fold)
+        return bool(gone) and self._within_bound(end, reserve, fold, gone)
+
+    def _within_bound(
+        self, end: int, reserve: int, fold: bool, gone: list[int] | None = None
+    ) -> bool:
+        """Whether the list a window ending at ``end`` (pruning ``gone``, found when None)
+        leaves is within the limit that starts pruning (``max_messages``, or the target
+        tokens): with ``fold``, the summary blocks go and ``reserve`` (messages or tokens)
+        of the new block come."""
+        limits = self._limits
+        if gone is None:
+            gone = self.pruned_positions(end, block=fold)
         folded = self.summary_positions(len(self.views)) if fold else []
         if limits.max_tokens is None:
             if limits.max_messages is None:
@@ -526,13 +535,10 @@ class PlanState:
         if limits.max_tokens is None:
             bound = min(size - max(limits.min_messages, 0), bound)
         latest = self._last_valid_end(bound)
-        if limits.max_tokens is None and limits.start_on_human:
-            # The end may have to pass min_messages (see _end_past_min).
-            found = self._end_past_min(latest, 0, False, None)
-            if found != latest:
-                return None
+        past_min = limits.max_tokens is None and limits.start_on_human
         if latest is None:
-            return 0, [], []
+            # With start_on_human the end may have to pass min_messages (_end_past_min).
+            return None if past_min else (0, [], [])
         start = self._start
         pinned = self._pinned()
         prunable, seq = self._prunable, self._seq
@@ -544,6 +550,8 @@ class PlanState:
                     gone.append(position)
                 else:
                     kept.append(position)
+            if past_min and not self._within_bound(latest, 0, False, gone):
+                return None  # end_for_target may find an end past min_messages
             return latest, gone, kept
         # _first_fitting_end, classifying each position as the window passes it.
         target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
