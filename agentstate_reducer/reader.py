@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .messages import MessageView, read_view, view_of
+from .messages import MessageView, view_of
+from .messages.reader import read_views
 from .tokens import TokenCounter
 
 
@@ -44,7 +45,7 @@ class Reader:
             TypeError: An entry is not a message; the error names it by ``where(index)``.
         """
         try:
-            views = [read_view(message) for message in messages]
+            views = read_views(messages)
         except TypeError:
             # Read again, naming positions, to say which entry is not a message.
             views = [view_of(message, where(i)) for i, message in enumerate(messages)]

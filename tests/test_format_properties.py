@@ -39,6 +39,7 @@ from agentstate_reducer.messages import (
     read_view,
     reader_of,
 )
+from agentstate_reducer.messages.reader import read_views
 from agentstate_reducer.validate import (
     BAD_FIRST_MESSAGE,
     DANGLING_CALL,
@@ -324,9 +325,11 @@ def test_sweep_every_count_window_and_a_range_of_token_windows() -> None:
 @given(dialogues(), st.sampled_from(WIRE_FORMATS))
 def test_the_fast_reader_agrees_with_each_formats_reader(elements: list[Element], fmt: str) -> None:
     """For every message of every format, ``read_view`` (the Chat and LangChain fast path,
-    dispatching the rest) gives the view the format's own reader gives, and ``parts_of``
-    (the counting path) the parts of the format's full read."""
+    dispatching the rest) gives the view the format's own reader gives, ``read_views``
+    (the reducer's list reader) the same views, and ``parts_of`` (the counting path) the
+    parts of the format's full read."""
     messages, _ = render_dialogue(elements, fmt)
+    assert read_views(messages) == [general_view(message) for message in messages]
     for message in messages:
         assert read_view(message) == general_view(message)
         assert parts_of(message) == reader_of(message).parse(message).parts()

@@ -591,6 +591,25 @@ def read_view(msg: Any) -> MessageView:
     return _new(MessageView, (role, message_id, (), None, summary, (), mask, 0, False, ()))
 
 
+def read_views(messages: list[Any]) -> list[MessageView]:
+    """``[read_view(m) for m in messages]``, with LangChain's own message classes read by
+    their class readers directly (one Python frame less per message: the reducer reads
+    every new message of every turn through here).
+
+    Raises:
+        TypeError: An entry is not a message.
+    """
+    readers = _LANGCHAIN_READERS
+    views: list[MessageView] = []
+    append = views.append
+    for message in messages:
+        fast = readers.get(type(message))
+        if fast is None or (view := fast(message)) is None:
+            view = read_view(message)
+        append(view)
+    return views
+
+
 #: ``tuple.__new__``: builds a view without the Python frame of ``MessageView.__new__``.
 _new = tuple.__new__
 
