@@ -180,6 +180,27 @@ def test_a_call_under_a_root_the_tombstone_covers_stores_nothing() -> None:
     assert only_the_tombstone(store)
 
 
+def test_writes_of_a_call_made_after_the_delete_are_never_stored() -> None:
+    """A call of the deleted run goes on after the delete and makes a new checkpoint (not
+    covered by the tombstone), with no head in its namespace: its writes are refused before
+    anything is stored. Stored first and removed afterwards, they were visible after the
+    run had failed: LangGraph stops awaiting the other Send calls' writes when one call
+    fails, and the event loop may end before the removal (asyncio.run returning)."""
+    store, run, configs = deleted_under_a_node()
+    root = configs[-1]["configurable"]["checkpoint_id"]
+    made_after = str(uuid6())
+    stepper = Stepper(
+        store, run._put_writes_ops(call_config(root, made_after), [("s", 1)], "t", "p")
+    )
+    stored: list[str] = []
+    with pytest.raises(CosmosThreadDeletedError, match="subgraph call"):
+        while not stepper.done:
+            stepper.run_one()
+            stored += [doc_id for _, doc_id in store.docs if doc_id.startswith(("w.", "m."))]
+    assert stored == []
+    assert only_the_tombstone(store)
+
+
 def root_after_the_delete(run: Any, configs: list[Any]) -> tuple[Any, str]:
     """The put of C3 (made after the delete, on the removed C2): (ops, its id)."""
     ops, checkpoint = put_ops(run, configs[-1], ["c"])

@@ -492,24 +492,15 @@ async def test_delete_inside_a_subgraph_node_async(
         outcome = await asyncio.gather(task, return_exceptions=True)
         left = documents_left(server, container)
         assert isinstance(outcome[0], CosmosThreadDeletedError), (outcome, left)
-        stray = [doc for doc in left if doc != "t.''"]
-        if stray:
-            # Limit (Cosmos DB README, "A thread deleted under a run"): with parallel
-            # subgraph calls under durability="async", a call's pending writes stored in
-            # the delete's last moments may stay beside the tombstone (about one run in
-            # eight here); nothing reads them, and the next delete_thread removes them.
-            assert (name, durability) == ("send", "async"), left
-            assert all(doc.startswith(("w.'sub:", "m.'sub:")) for doc in stray), left
-        else:
-            assert left == ["t.''"], left
+        # Checked right away: LangGraph may have stopped awaiting the run's background
+        # writes (it cancels the other Send calls when one fails), and those must not have
+        # stored anything either.
+        assert left == ["t.''"], left
         fresh = InMemorySaver()
         expected = await _builds(hold)[name](fresh).ainvoke({"items": ["n0"]}, cfg)
         assert await graph.ainvoke({"items": ["n0"]}, cfg, durability=durability) == expected
         again = await _builds(hold)[name](fresh).ainvoke({"items": ["n1"]}, cfg)
         assert await graph.ainvoke({"items": ["n1"]}, cfg, durability=durability) == again
-        if stray:
-            await other.adelete_thread("adel-in-sub")
-            assert documents_left(server, container) == ["t.''"]
 
 
 @pytest.mark.parametrize(

@@ -298,7 +298,7 @@ class WriteOps(MaintenanceOps):
 
     def _refuse_if_deleted_ops(
         self, pk: str, thread_id: str, ns: str, checkpoint_id: str, *, writes: bool = False
-    ) -> Ops[None]:
+    ) -> Ops[Mapping[str, Any] | None]:
         """Raise when the tombstone of ``delete_thread`` covers ``checkpoint_id`` (the parent
         of a put, or the checkpoint of pending writes): it is up to the newest checkpoint the
         thread had, or was made before the delete (``deleted_at``: under
@@ -306,7 +306,7 @@ class WriteOps(MaintenanceOps):
         may not have been stored when the thread was deleted)."""
         tomb = yield from read(tombstone_id(), pk)
         if tomb is None:
-            return
+            return None
         if _covers(tomb, checkpoint_id):
             what = "pending writes for checkpoint" if writes else "checkpoint"
             raise CosmosThreadDeletedError(
@@ -316,6 +316,7 @@ class WriteOps(MaintenanceOps):
                 "the delete went with the thread). Start the thread again with new input (a "
                 "run without checkpoint_id)."
             )
+        return tomb
 
     def _refused_ops(self, pk: str, thread_id: str, ns: str, checkpoint_id: str) -> Ops[None]:
         """Record that the put of ``checkpoint_id`` was refused (its thread deleted under the
@@ -689,7 +690,7 @@ class WriteOps(MaintenanceOps):
             raise _refused_with_their_checkpoint(thread_id, ns, checkpoint_id)
         call = self._call_of(configurable)
         store = self._store_writes_ops(
-            (pk, thread_id, ns), checkpoint_id, writes, task_id, task_path
+            (pk, thread_id, ns), checkpoint_id, writes, task_id, task_path, call
         )
         yield from (store if call is None else self._as_call_ops(call, store))
         if run in self._deleted_runs:
@@ -707,6 +708,7 @@ class WriteOps(MaintenanceOps):
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
+        in_call: tuple[str, str, str, str] | None = None,
     ) -> Ops[None]:
         pk, thread_id, ns = key
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
@@ -767,13 +769,15 @@ class WriteOps(MaintenanceOps):
                 self._writes_doc(key, checkpoint_id, task_id, [e], special=True) for e in entries
             ]
             yield from self._writes_batch_ops(
-                key, checkpoint_id, [Upsert(mark), *map(Upsert, docs)]
+                key, checkpoint_id, [Upsert(mark), *map(Upsert, docs)], in_call
             )
             return
         doc_id = writes_doc_id(ns, checkpoint_id, task_id)
         main, parts = self._split_writes(key, checkpoint_id, task_id, call, doc_id, entries)
         yield from _write_in_groups([Upsert(p) for p in parts])
-        stored = yield from self._writes_batch_ops(key, checkpoint_id, [Upsert(mark), Create(main)])
+        stored = yield from self._writes_batch_ops(
+            key, checkpoint_id, [Upsert(mark), Create(main)], in_call
+        )
         if stored is not Outcome.CONFLICT:
             return
         # The same task wrote before (a retry, a migration run again): keep its writes, add
@@ -787,7 +791,7 @@ class WriteOps(MaintenanceOps):
                 # Removed meanwhile (clean-up, or delete_thread): stored as a first write is,
                 # beside the head (or refused by the tombstone).
                 created = yield from self._writes_batch_ops(
-                    key, checkpoint_id, [Upsert(mark), Create(main)]
+                    key, checkpoint_id, [Upsert(mark), Create(main)], in_call
                 )
                 if created is not Outcome.CONFLICT:
                     return
@@ -891,17 +895,41 @@ class WriteOps(MaintenanceOps):
         return main, parts
 
     def _writes_batch_ops(
-        self, key: HeadKey, checkpoint_id: str, ops: list[BatchOp]
+        self,
+        key: HeadKey,
+        checkpoint_id: str,
+        ops: list[BatchOp],
+        call: tuple[str, str, str, str] | None = None,
     ) -> Ops[Outcome | None]:
         """Store a writes mark and writes documents in one transactional batch that also reads
         the namespace's head. Without a head (the namespace's first checkpoint not stored yet,
         or the thread deleted), the writes are stored when no tombstone covers their
         checkpoint, and refused (CosmosThreadDeletedError) when one does. Returns the
-        refusal of a create (``Outcome.CONFLICT``), else None."""
+        refusal of a create (``Outcome.CONFLICT``), else None.
+
+        In a subgraph call (``call``), a tombstone found there is also checked against the
+        call's root checkpoint before anything is stored: a call of a deleted run (the
+        tombstone covers its root and the root is not stored) stores nothing; it is recorded
+        as refused and :meth:`_as_call_ops` removes the call and raises. (Its own checkpoint
+        may be newer than the tombstone: a call that goes on after the delete makes new
+        ones, and LangGraph may stop awaiting these writes when it cancels the call, so a
+        clean-up after storing can come after the run has already failed.)"""
         pk, thread_id, ns = key
         results = yield from _batch_or_too_large(pk, [Read(head_id(ns), pk), *ops])
         if results is Outcome.PRECONDITION_FAILED:
-            yield from self._refuse_if_deleted_ops(pk, thread_id, ns, checkpoint_id, writes=True)
+            tomb = yield from self._refuse_if_deleted_ops(
+                pk, thread_id, ns, checkpoint_id, writes=True
+            )
+            if call is not None and tomb is not None:
+                call_pk, call_thread, _, root = call
+                refused = (call_pk, call_thread, "", root)
+                if refused in self._deleted_runs:
+                    return None
+                if _covers(tomb, root) and (
+                    (yield from read(checkpoint_doc_id("", root), pk)) is None
+                ):
+                    self._deleted_runs.add(refused)
+                    return None
             results = yield from _batch_or_too_large(pk, ops)
         if results is Outcome.TOO_LARGE:
             # Refused as too large: the mark first, then the writes, one by one.
