@@ -41,13 +41,7 @@ REDIS_RACES = {
 durability modes that meet it: marked ``xfail(strict=False)`` there (the deterministic
 reproduction is what shows a fix)."""
 
-REDIS_HIDDEN_INPUT = (
-    "langgraph-checkpoint-redis 0.5: at times (1 run in 12 to 25 here, never on InMemory, "
-    "SQLite or PostgreSQL) get_tuple does not return the failed turn's input, a pending write "
-    "of the checkpoint before the refused put, also when read again for 5 s; taken for the "
-    "saver's hidden-writes bug (docs/guides/limits.md), not confirmed"
-)
-REDIS_FLAKY = {"test_on_prune_error_raise_fails_the_step_and_loses_nothing": REDIS_HIDDEN_INPUT}
+REDIS_FLAKY: dict[str, str] = {}
 """Tests without a durability parameter that fail on the sync Redis saver at times: marked
 ``xfail(strict=False, raises=AssertionError)`` there."""
 
