@@ -581,16 +581,27 @@ class ChatFormat(MessageFormat):
 
 
 def _sample(messages: Sequence[Any]) -> Any:
-    """The list's first human or ai message (else its first message): the kind to write."""
+    """The message whose kind the block is written as: the list's first human or ai message
+    that is a dict or a LangChain message, else its first dict or LangChain message of any
+    role, else its first human or ai message, else its first message.
+
+    A list may mix the caller's own dicts with an SDK's objects (OpenAI's
+    ``ChatCompletionMessage``, appended as the API returned it), which cannot be built; where
+    the window starts must not decide whether a block can be written."""
+    from .langchain import is_langchain
     from .reader import role_of
 
-    fallback = None
+    first = talk = built = None
     for message in messages:
-        if fallback is None:
-            fallback = message
+        first = message if first is None else first
+        buildable = is_mapping(message) or is_langchain(message)
         if role_of(message) in (HUMAN, AI):
-            return message
-    return fallback
+            if buildable:
+                return message
+            talk = message if talk is None else talk
+        elif buildable and built is None:
+            built = message
+    return built if built is not None else talk if talk is not None else first
 
 
 def _human_name(messages: Sequence[Any], role_key: str) -> str:
