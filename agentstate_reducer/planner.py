@@ -410,11 +410,13 @@ class PlanState:
             bound = min(size - max(limits.min_messages - reserve, 0), bound)
         # With several tries (a summary block of one message or two): the first whose
         # window brings the list within its bound; when none does, the first try's end, as
-        # with one try. An empty window of the first try (only a summary block kept after
-        # the first message, where one block message cannot stand) so gives way to the
-        # two-message block's window, while a reduced list still reduces to itself.
+        # with one try, unless that window prunes nothing (it only folds a block) and a later
+        # try's shrinks the list. An empty window of the first try (only a summary block
+        # kept after the first message, where one block message cannot stand) so gives way
+        # to the two-message block's window, while a reduced list still reduces to itself.
         tries = self._alternation(block=fold)
         fallback: int | None = None
+        idle = False  # the first try's window prunes nothing
         for allowed in tries:
             on_human = limits.start_on_human
             latest = self._last_valid_end(bound, allowed, on_human=on_human)
@@ -439,10 +441,17 @@ class PlanState:
                 )
             if len(tries) == 1:
                 return end
-            if self._prunes_within_bound(end, reserve, fold):
+            gone = self.pruned_positions(end, block=fold)
+            if gone and self._within_bound(end, reserve, fold, gone):
                 return end
             if fallback is None:
-                fallback = end
+                fallback, idle = end, not gone
+            elif idle and gone and self._shrinks(end, 2 * reserve, fold, gone):
+                # A block that stands first with a thinking opener after the question: the
+                # one-message window only folds it, so the list would never shrink. The
+                # later try's block may be two messages (a filler): it must shrink the list
+                # even so, or a reduce would swap a message for the filler, again and again.
+                return end
         return fallback
 
     def _end_past_min(
@@ -498,17 +507,31 @@ class PlanState:
         tokens): with ``fold``, the summary blocks go and ``reserve`` (messages or tokens)
         of the new block come."""
         limits = self._limits
-        if gone is None:
-            gone = self.pruned_positions(end, block=fold)
-        folded = self.summary_positions(len(self.views)) if fold else []
         if limits.max_tokens is None:
             if limits.max_messages is None:
                 return True
-            return len(self.views) - len(gone) - len(folded) + reserve <= limits.max_messages
+            return self._left_after(end, reserve, fold, gone) <= limits.max_messages
         target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
+        return self._left_after(end, reserve, fold, gone) <= target
+
+    def _shrinks(self, end: int, reserve: int, fold: bool, gone: list[int]) -> bool:
+        """Whether the list a window ending at ``end`` leaves is shorter (count mode) or
+        smaller (token mode) than the list now."""
+        now = len(self.views) if self._limits.max_tokens is None else self.total
+        return self._left_after(end, reserve, fold, gone) < now
+
+    def _left_after(self, end: int, reserve: int, fold: bool, gone: list[int] | None) -> int:
+        """Messages (count mode) or tokens the list holds after a window ending at ``end``
+        (pruning ``gone``, found when None), with ``fold``: its blocks gone, ``reserve`` of
+        the new block come."""
+        if gone is None:
+            gone = self.pruned_positions(end, block=fold)
+        folded = self.summary_positions(len(self.views)) if fold else []
+        if self._limits.max_tokens is None:
+            return len(self.views) - len(gone) - len(folded) + reserve
         tokens = self.tokens
         left = self.total - sum(tokens[p] for p in gone) - sum(tokens[p] for p in folded)
-        return left + reserve <= target
+        return left + reserve
 
     def _opens_on_question(self) -> bool:
         """Whether the roles alternate and the kept first message is a question (an

@@ -1111,6 +1111,43 @@ def test_a_running_summary_after_the_first_question_does_not_stop_count_mode_pru
         assert reducer.reduce(result.surviving).pruned == []
 
 
+@pytest.mark.parametrize("fmt", sorted(ALTERNATING))
+def test_a_summary_block_first_and_a_thinking_opener_still_bound_count_mode(fmt: str) -> None:
+    """The list a reducer leaves with ``preserve_first="system"`` and no system prompt (as an
+    Anthropic list is kept): ``[summary block, previous answer, question, thinking call,
+    result, call, result, ...]``. The one-message block's window could only fold the block
+    (the opener and the question stay), and that idle try was taken over the two-message
+    block's window, so nothing was pruned at any length: 19 messages kept with
+    ``max_messages=8``. The list now shrinks as with a question in the block's place, and
+    the reduced list reduces to itself."""
+    elements = [
+        Element("question", text=SUMMARY_HEADER + "\nearlier turns"),
+        Element("reply", text="previous answer"),
+        Element("question", text="audit every invoice"),
+    ]
+    for step in range(8):
+        call = Call(f"t{step}", "lookup", {"step": step})
+        elements.append(Element("reply", reasoning="plan" if step == 0 else "", calls=(call,)))
+        elements.append(Element("results", results=((call.id, call.name, "ok"),)))
+    messages, _ = render_dialogue(elements, fmt)
+    assert read_view(messages[0]).summary and read_view(messages[3]).call_ids, fmt
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=6,
+            max_messages=8,
+            preserve_first="system",
+            summarize_fn=lambda pruned: f"{len(pruned)} messages",
+            inject_summary=True,
+        )
+    )
+    result = reducer.reduce(messages)
+    # 8, the block's filler and the opener with its result (documented extras) at most.
+    assert result.pruned and len(result.surviving) <= 11, (fmt, len(result.surviving))
+    problems = reducer.validate(result.surviving).problems
+    assert all(problem.kind == "over_budget" for problem in problems), (fmt, problems)
+    assert reducer.reduce(result.surviving).pruned == [], fmt
+
+
 def test_an_unreachable_budget_keeps_the_one_message_summary_form() -> None:
     """When no form of the summary block brings the list within the budget (the newest
     question alone is over it), the one-message form's window is kept, as before: the
