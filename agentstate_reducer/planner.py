@@ -416,7 +416,7 @@ class PlanState:
         # to the two-message block's window, while a reduced list still reduces to itself.
         tries = self._alternation(block=fold)
         fallback: int | None = None
-        idle = False  # the first try's window prunes nothing
+        left = 0  # what the list holds after the first try's window (as it is: prunes nothing)
         for allowed in tries:
             on_human = limits.start_on_human
             latest = self._last_valid_end(bound, allowed, on_human=on_human)
@@ -445,12 +445,17 @@ class PlanState:
             if gone and self._within_bound(end, reserve, fold, gone):
                 return end
             if fallback is None:
-                fallback, idle = end, not gone
-            elif idle and gone and self._shrinks(end, 2 * reserve, fold, gone):
-                # A block that stands first with a thinking opener after the question: the
-                # one-message window only folds it, so the list would never shrink. The
-                # later try's block may be two messages (a filler): it must shrink the list
-                # even so, or a reduce would swap a message for the filler, again and again.
+                fallback = end
+                if gone:
+                    left = self._left_after(end, reserve, fold, gone)
+                else:
+                    left = len(self.views) if limits.max_tokens is None else self.total
+            elif gone and self._left_after(end, 2 * reserve, fold, gone) < left:
+                # A later try's block may be two messages (a filler): its window is taken
+                # when it leaves less than the first try's would even so. Compared with the
+                # first try's list, not only when that try prunes nothing: else a list the
+                # first try left ([block, answer, question] with the question over budget)
+                # is reduced again by the later try (a reduced list must reduce to itself).
                 return end
         return fallback
 
@@ -513,12 +518,6 @@ class PlanState:
             return self._left_after(end, reserve, fold, gone) <= limits.max_messages
         target = limits.target_tokens if limits.target_tokens is not None else limits.max_tokens
         return self._left_after(end, reserve, fold, gone) <= target
-
-    def _shrinks(self, end: int, reserve: int, fold: bool, gone: list[int]) -> bool:
-        """Whether the list a window ending at ``end`` leaves is shorter (count mode) or
-        smaller (token mode) than the list now."""
-        now = len(self.views) if self._limits.max_tokens is None else self.total
-        return self._left_after(end, reserve, fold, gone) < now
 
     def _left_after(self, end: int, reserve: int, fold: bool, gone: list[int] | None) -> int:
         """Messages (count mode) or tokens the list holds after a window ending at ``end``

@@ -1148,6 +1148,37 @@ def test_a_summary_block_first_and_a_thinking_opener_still_bound_count_mode(fmt:
     assert reducer.reduce(result.surviving).pruned == [], fmt
 
 
+@pytest.mark.parametrize("fmt", sorted(ALTERNATING))
+def test_a_question_over_the_budget_reduces_once_in_token_mode(fmt: str) -> None:
+    """Token mode, roles that alternate, the newest question alone over the budget (a pasted
+    document): the reduced list ``[block, answer, question]`` reduces to itself. A version
+    of this round's fix took the two-message block's window whenever the one-message
+    block's only folded the block, so a second reduce pruned the answer (and summarised
+    again) that the first had kept, reduce after reduce in a pre-model hook."""
+    elements = [
+        Element("question", text="hello, what can you do?"),
+        Element("reply", text="I can answer questions about documents. " * 80),
+        Element("question", text="Please summarise this contract: " + "clause text. " * 600),
+    ]
+    messages, _ = render_dialogue(elements, fmt)
+    calls: list[int] = []
+
+    def summarize(pruned: list[Any]) -> str:
+        calls.append(len(pruned))
+        return f"summary of {len(pruned)} messages"
+
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            max_tokens=1000, preserve_first=False, summarize_fn=summarize, inject_summary=True
+        )
+    )
+    result = reducer.reduce(messages)
+    assert result.pruned and result.surviving[-1] is messages[-1], fmt
+    again = reducer.reduce(result.surviving)
+    assert again.pruned == [] and len(calls) == 1, (fmt, calls)
+    assert again.surviving == result.surviving
+
+
 def test_an_unreachable_budget_keeps_the_one_message_summary_form() -> None:
     """When no form of the summary block brings the list within the budget (the newest
     question alone is over it), the one-message form's window is kept, as before: the
