@@ -420,14 +420,16 @@ class PlanState:
         for allowed in tries:
             on_human = limits.start_on_human
             latest = self._last_valid_end(bound, allowed, on_human=on_human)
+            if limits.max_tokens is None and on_human:
+                # First past min_messages, to a later question (a summary block may bridge
+                # the kept first question and that one), as _end_past_min says.
+                latest = self._end_past_min(latest, reserve, fold, allowed)
             if latest is None and on_human and self._opens_on_question():
                 # An end at a later question would put two user messages together, so
                 # none is valid: end where the roles alternate, as without start_on_human
                 # (the history still starts on the kept first question).
                 on_human = False
                 latest = self._last_valid_end(bound, allowed, on_human=on_human)
-            if limits.max_tokens is None and on_human:
-                latest = self._end_past_min(latest, reserve, fold, allowed)
             if latest is None:
                 continue
             if limits.max_tokens is None:

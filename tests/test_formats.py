@@ -1179,6 +1179,43 @@ def test_a_question_over_the_budget_reduces_once_in_token_mode(fmt: str) -> None
     assert again.surviving == result.surviving
 
 
+@pytest.mark.parametrize("fmt", sorted(ALTERNATING))
+def test_start_on_human_with_a_summary_block_goes_past_min_messages_in_one_reduce(
+    fmt: str,
+) -> None:
+    """Count mode, ``start_on_human``, the first question kept and a summary block: the end
+    past ``min_messages`` at the newest question (the block bridges the two questions) was
+    never tried, as an end at a question was taken for two user messages together, so
+    ``[q, call, result, answer, q]`` became ``[q, block, filler, answer, q]`` (5 messages,
+    ``max_messages=3``), which the next reduce cut to 3. Each reduce of the growing chat
+    now reduces to itself."""
+    call = Call("c0", "lookup", {"q": "a"})
+    elements = [
+        Element("question", text="a"),
+        Element("reply", calls=(call,)),
+        Element("results", results=((call.id, call.name, "a" * 40),)),
+    ]
+    for _ in range(3):
+        elements += [Element("reply", text="a"), Element("question", text="a")]
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            preserve_first=True,
+            start_on_human=True,
+            summarize_fn=lambda pruned: f"{len(pruned)} messages",
+            inject_summary=True,
+            max_messages=3,
+            min_messages=3,
+            format=FORMAT_NAMES[fmt],
+        )
+    )
+    kept: list[Any] = []
+    for number, element in enumerate(elements):
+        new, _ = render_dialogue([element], fmt)
+        result = reducer.reduce(kept, new)
+        assert reducer.reduce(result.surviving).pruned == [], (fmt, number)
+        kept = result.surviving
+
+
 def test_an_unreachable_budget_keeps_the_one_message_summary_form() -> None:
     """When no form of the summary block brings the list within the budget (the newest
     question alone is over it), the one-message form's window is kept, as before: the
