@@ -1216,6 +1216,49 @@ def test_start_on_human_with_a_summary_block_goes_past_min_messages_in_one_reduc
         kept = result.surviving
 
 
+@pytest.mark.parametrize("start_on_human", [False, True])
+def test_a_chat_list_with_sdk_assistant_messages_gets_a_dict_block(start_on_human: bool) -> None:
+    """The usual OpenAI loop: the caller's own dicts for system, user and tool messages, the
+    SDK's ChatCompletionMessage appended for the assistant. Wherever the window starts (in
+    an older tool loop, so the list's first user-or-assistant message is an SDK object), the
+    block is written as a user dict; it raised TypeError asking for a factory."""
+    from openai.types.chat import ChatCompletionMessage
+
+    history: list[Any] = [{"role": "system", "content": "Be brief."}]
+    for turn in range(3):
+        history.append({"role": "user", "content": f"question {turn}"})
+        for n in range(3):
+            call = {
+                "id": f"c{turn}{n}",
+                "type": "function",
+                "function": {"name": "f", "arguments": "{}"},
+            }
+            history += [
+                ChatCompletionMessage.model_validate(
+                    {"role": "assistant", "content": None, "tool_calls": [call]}
+                ),
+                {"role": "tool", "tool_call_id": f"c{turn}{n}", "content": f"r{turn}{n}"},
+            ]
+        history.append(ChatCompletionMessage(role="assistant", content=f"answer {turn}"))
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            summarize_fn=lambda pruned: f"{len(pruned)} messages",
+            inject_summary=True,
+            min_messages=6,
+            max_messages=8,
+            start_on_human=start_on_human,
+        )
+    )
+    kept: list[Any] = history[:2]
+    for message in history[2:]:
+        result = reducer.reduce(kept, [message])
+        kept = result.surviving
+        for block in result.summary_messages:
+            assert type(block) is dict and block["role"] == "user" and is_summary(block)
+    assert any(is_summary(m) for m in kept), "the conversation was never summarised"
+    assert sum(not isinstance(m, dict) for m in kept) >= 1
+
+
 def test_an_unreachable_budget_keeps_the_one_message_summary_form() -> None:
     """When no form of the summary block brings the list within the budget (the newest
     question alone is over it), the one-message form's window is kept, as before: the

@@ -242,38 +242,6 @@ def test_duck_lists_need_a_factory_whose_messages_are_marked() -> None:
         unmarked.reduce(existing=ducks)
 
 
-@pytest.mark.parametrize("start_on_human", [False, True])
-def test_a_chat_list_with_sdk_assistant_messages_gets_a_dict_block(start_on_human: bool) -> None:
-    """The usual OpenAI loop: the caller's own dicts for system, user and tool messages, the
-    SDK's ChatCompletionMessage appended for the assistant. Wherever the window starts (in
-    an older tool loop, so the list's first user-or-assistant message is an SDK object), the
-    block is written as a user dict; it raised TypeError asking for a factory."""
-    from openai.types.chat import ChatCompletionMessage
-    from openai.types.chat import ChatCompletionMessageFunctionToolCall as ToolCall
-
-    history: list[Any] = [{"role": "system", "content": "Be brief."}]
-    for turn in range(3):
-        history.append({"role": "user", "content": f"question {turn}"})
-        for n in range(3):
-            call = ToolCall(
-                id=f"c{turn}{n}", type="function", function={"name": "f", "arguments": "{}"}
-            )
-            history += [
-                ChatCompletionMessage(role="assistant", content=None, tool_calls=[call]),
-                {"role": "tool", "tool_call_id": f"c{turn}{n}", "content": f"r{turn}{n}"},
-            ]
-        history.append(ChatCompletionMessage(role="assistant", content=f"answer {turn}"))
-    reducer = injecting(Summarizer(), min_messages=6, max_messages=8, start_on_human=start_on_human)
-    kept: list[Any] = history[:2]
-    for message in history[2:]:
-        result = reducer.reduce(kept, [message])
-        kept = result.surviving
-        for block in result.summary_messages:
-            assert type(block) is dict and block["role"] == "user" and is_summary(block)
-    assert any(is_summary(m) for m in kept), "the conversation was never summarised"
-    assert sum(not isinstance(m, dict) for m in kept) >= 1
-
-
 def test_a_dict_factory_is_marked_for_it() -> None:
     """A factory returning plain dicts gets them marked (and counted towards the bound)."""
     reducer = injecting(
