@@ -64,7 +64,8 @@ def test_late_resume_from_a_removed_checkpoint_is_refused(server: CosmosTestServ
         with pytest.raises(CosmosCheckpointRemovedError) as info:
             ga.invoke(Command(resume="late"), ui_cfg)
         after = gb.get_state(cfg)
-        # Refused at the resume value's pending write, before the node ran: nothing stored.
+        # Refused at the run's first put (durability 'async': the node has run once by then,
+        # on the empty state; README): nothing stored.
         removed_id = ui_cfg["configurable"]["checkpoint_id"]
         assert [d for d in a.thread_documents("hitl") if d.get("checkpoint_id") == removed_id] == []
     assert after.values == before.values

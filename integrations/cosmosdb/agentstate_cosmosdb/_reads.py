@@ -32,7 +32,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
-from agentstate_cosmosdb._state import stored_config
+from agentstate_cosmosdb._state import TTL_MARGIN_SECONDS, stored_config
 from agentstate_cosmosdb._values import ValueDocs
 from agentstate_cosmosdb.documents import (
     metadata_matches,
@@ -345,8 +345,22 @@ class ReadOps(ValueDocs):
                     writes_of.get((doc["ns"], doc["checkpoint_id"]), [])
                 )
             except CosmosMissingDocumentError as error:
-                # With ttl, its values expired: the checkpoint counts as expired.
-                tuples.append(None if self.ttl is not None else _Missing(error))
+                # With ttl, its values expired: the checkpoint counts as expired. Only when a
+                # holder it references can have expired by now (its recorded expiry passed):
+                # a document gone before that (deleted by hand, restored partially) is missing,
+                # not expired, and reading it as expired would let the next run replace the
+                # thread's history with an empty state.
+                expired = False
+                if self.ttl is not None:
+                    expires = doc.get("expires")
+                    if not isinstance(expires, Mapping):
+                        expired = True  # a layout without it: as before
+                    elif expires:
+                        now = yield from clock_now()
+                        expired = (
+                            min(float(v) for v in expires.values()) <= now + TTL_MARGIN_SECONDS
+                        )
+                tuples.append(None if expired else _Missing(error))
                 continue
             checkpoint = cast(Checkpoint, self._decode(doc["checkpoint"]))
             checkpoint["channel_values"] = values

@@ -225,7 +225,8 @@ class WriteOps(MaintenanceOps):
                     raise
             if (
                 parent_id
-                and parent_doc is None
+                # gone, or kept only as a holder of values (not a checkpoint any more)
+                and (parent_doc is None or parent_doc.get("kind") == KIND_VALUES)
                 and state.checkpoint_id > str(parent_id)
                 and (pk, thread_id, ns, str(parent_id)) in self._unfound
             ):
@@ -683,7 +684,8 @@ class WriteOps(MaintenanceOps):
             where: HeadKey = (pk, thread_id, ns)
             head = yield from self._head_state_ops(where)
             own = yield from self._parent_ops(where, head, checkpoint_id)
-            if own is None and head.checkpoint_id > checkpoint_id:
+            removed = own is None or own.get("kind") == KIND_VALUES
+            if removed and head.checkpoint_id > checkpoint_id:
                 raise _removed_parent(thread_id, ns, checkpoint_id, head.checkpoint_id)
         run: tuple[str, str, str, str] = (pk, thread_id, ns, checkpoint_id)
         if run in self._deleted_runs:
