@@ -41,14 +41,9 @@ REDIS_RACES = {
 durability modes that meet it: marked ``xfail(strict=False)`` there (the deterministic
 reproduction is what shows a fix)."""
 
-REDIS_FLAKY: dict[str, str] = {}
-"""Tests without a durability parameter that fail on the sync Redis saver at times: marked
-``xfail(strict=False, raises=AssertionError)`` there."""
-
 
 def mark_redis_upstream_failures(items: list[pytest.Item]) -> None:
-    """Mark the items of REDIS_UPSTREAM_FAILURES, REDIS_FLAKY and REDIS_RACES on the Redis
-    savers."""
+    """Mark the items of REDIS_UPSTREAM_FAILURES and REDIS_RACES on the Redis savers."""
     for item in items:
         callspec = getattr(item, "callspec", None)
         if callspec is None:
@@ -59,9 +54,6 @@ def mark_redis_upstream_failures(items: list[pytest.Item]) -> None:
         reason = REDIS_UPSTREAM_FAILURES.get(name)
         if "redis" in backends and reason is not None:
             item.add_marker(pytest.mark.xfail(strict=True, reason=reason))
-        flaky = REDIS_FLAKY.get(name)
-        if "redis" in backends and flaky is not None:
-            item.add_marker(pytest.mark.xfail(strict=False, raises=AssertionError, reason=flaky))
         any_backends = backends | {params.get("async_inner"), params.get("async_db_inner")}
         if any_backends & {"redis", "aredis"} and params.get("durability") in REDIS_RACES.get(
             name, ()
