@@ -384,18 +384,32 @@ class WriteOps(MaintenanceOps):
         result = yield from store
         if first and refused not in self._deleted_runs:
             tomb = yield from read(tombstone_id(), pk)
-            # A stored root is history written again (a migration, a copy), or a delete
-            # still under way (which reads the thread again, this call included).
-            if (
-                tomb is not None
-                and _covers(tomb, root)
-                and (yield from read(checkpoint_doc_id("", root), pk)) is None
-            ):
-                self._deleted_runs.add(refused)
+            yield from self._judge_root_ops(call, tomb)
         if refused in self._deleted_runs:
             yield from self._remove_call_ops(pk, thread_id, ns)
             raise _call_of_deleted_run(thread_id, ns, root)
         return result
+
+    def _judge_root_ops(
+        self, call: tuple[str, str, str, str], tomb: Mapping[str, Any] | None
+    ) -> Ops[bool]:
+        """Whether ``call``'s root checkpoint belongs to a run ``delete_thread`` deleted (this
+        process refused its put, or ``tomb``, the thread's tombstone, covers it and it is not
+        stored); recorded in ``_deleted_runs`` when so. A stored root is history written
+        again (a migration, a copy), or a delete still under way (which reads the thread
+        again, this call included)."""
+        pk, thread_id, _, root = call
+        refused = (pk, thread_id, "", root)
+        if refused in self._deleted_runs:
+            return True
+        if (
+            tomb is not None
+            and _covers(tomb, root)
+            and (yield from read(checkpoint_doc_id("", root), pk)) is None
+        ):
+            self._deleted_runs.add(refused)
+            return True
+        return False
 
     def _remove_call_ops(
         self, pk: str, thread_id: str, ns: str, index: Sequence[Mapping[str, Any]] | None = None
@@ -922,16 +936,12 @@ class WriteOps(MaintenanceOps):
             tomb = yield from self._refuse_if_deleted_ops(
                 pk, thread_id, ns, checkpoint_id, writes=True
             )
-            if call is not None and tomb is not None:
-                call_pk, call_thread, _, root = call
-                refused = (call_pk, call_thread, "", root)
-                if refused in self._deleted_runs:
-                    return None
-                if _covers(tomb, root) and (
-                    (yield from read(checkpoint_doc_id("", root), pk)) is None
-                ):
-                    self._deleted_runs.add(refused)
-                    return None
+            if (
+                call is not None
+                and tomb is not None
+                and (yield from self._judge_root_ops(call, tomb))
+            ):
+                return None
             results = yield from _batch_or_too_large(pk, ops)
         if results is Outcome.TOO_LARGE:
             # Refused as too large: the mark first, then the writes, one by one.
