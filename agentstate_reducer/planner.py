@@ -78,6 +78,7 @@ from typing import TYPE_CHECKING, Any
 from .messages import (
     AI,
     ANY_FORMAT,
+    CHAT,
     FUNCTION_CALL_KEY_PREFIX,
     HUMAN,
     SYSTEM,
@@ -88,13 +89,21 @@ from .messages import (
     format_named,
     format_of_mask,
 )
-from .messages.chat import CHAT_FORMAT
+from .messages.chat import CHAT_FORMAT, plain_call_ids
+from .messages.reader import BLOCK_SOURCES, plain_roles
 from .tokens.usage import UsageReport
 
 if TYPE_CHECKING:
     from .config import ReducerConfig
 
 _NO_LINK = -1
+#: A prune of a whole window of at least this many messages drops their links by seq
+#: range, one pass over each table, rather than message by message (see ``prune``).
+_FORGET_BY_RANGE = 16
+#: LangChain's own message classes, by the role each is read as (see ``extend_plain``).
+_PLAIN_ROLES = plain_roles()
+#: ``tuple.__new__``: a view without the Python frame of ``MessageView.__new__``.
+_new = tuple.__new__
 _FORMATS_OF = attrgetter("formats")
 #: Roles of the message ``preserve_first="system"`` keeps at index 0.
 _INSTRUCTION_ROLES = (SYSTEM, "developer")
@@ -330,6 +339,144 @@ class PlanState:
             self.total += sum(tokens)
             if self.raw is not None:
                 self.raw.extend(tokens)  # newer than the anchor: estimated as they are
+
+    def extend_plain(self, messages: list[Any]) -> int:
+        """Read and append the leading messages of ``messages`` that are LangChain's own
+        messages in their plain shape (text content, calls as dicts with ids, none a
+        summary or memory block: what the class readers of
+        :mod:`~agentstate_reducer.messages.reader` read without the general reader), in
+        one pass: how many it took. The rest are for :meth:`extend`, their views read the
+        general way. Token counts are not added: in token mode, :meth:`add_tokens` follows.
+
+        Why: every reduce reads each new message and appends it here, and that is most of
+        what a reduce that prunes nothing costs. Reading with planning in one pass spares
+        a call per message, a list of views and a second loop over them (about a fifth of
+        that cost; bench/hot_path.py).
+
+        Invariant: taking ``n`` messages leaves the state exactly as
+        ``extend(read_views(messages[:n]))`` does (views, links, turn starts, format), and
+        it takes a message only where the class reader would give its view;
+        ``tests/test_hot_path.py`` compares the two on drawn lists of LangChain's
+        messages, plain and odd, split at random, in count and token mode.
+        """
+        mask = self.formats & CHAT  # each view read here fits the Chat family only
+        forced = self._forced
+        limits = self._limits
+        if not mask or (forced is not None and not mask & forced.bit) or not limits.cascade:
+            return 0  # another format's list (extend names the mix), or no tool links
+        roles = _PLAIN_ROLES
+        all_views = self.views
+        position = len(all_views)
+        prunable_of, seq_of, caller_seq_of = self._prunable, self._seq, self._caller_seq
+        human_seqs, last_result = self._human_seqs, self._last_result
+        caller_of_call = self._caller_of_call
+        start = self._start
+        seq = self._next_seq - 1
+        at = position - 1
+        ids: tuple[str, ...] = ()  # an ai message's calls
+        answers: tuple[str, ...] = ()  # a tool result's call
+        for message in messages:
+            role = roles.get(type(message))
+            if role is None:
+                break
+            # Read as the class readers of messages.reader read (their checks, in the
+            # same order; they stay the specification): what they leave to the general
+            # reader, and a summary or memory block, is left to extend. The fields are
+            # read from the instance's __dict__, where pydantic keeps them (an attribute
+            # read of a pydantic model is not specialised by the interpreter: a few times
+            # slower); a field missing there is left to the general reader too.
+            fields = message.__dict__
+            try:
+                ident = fields["id"]
+                extra = fields["additional_kwargs"]
+                if (
+                    fields["type"] != role  # each class's type is its role's name
+                    or (ident is not None and type(ident) is not str)
+                    or type(extra) is not dict
+                    or (extra and extra.get("lc_source") in BLOCK_SOURCES)
+                ):
+                    break
+                if role == TOOL:
+                    answered = fields["tool_call_id"]
+                    if answered is not None and type(answered) is not str:
+                        break
+                    answered = answered or None
+                    answers = (answered,) if answered else ()
+                    view = _new(
+                        MessageView,
+                        (TOOL, ident or None, (), answered, False, answers, CHAT, 0, False, ()),
+                    )
+                elif type(fields["content"]) is not str:  # blocks: calls, results, thinking
+                    break
+                elif role == AI:
+                    calls = fields["tool_calls"]
+                    if (
+                        type(calls) is not list
+                        or message.__pydantic_extra__  # may hold a legacy function_call
+                        or (extra and ("tool_calls" in extra or "function_call" in extra))
+                    ):
+                        break
+                    found_ids = plain_call_ids(calls)
+                    if found_ids is None:
+                        break
+                    ids = found_ids
+                    view = _new(
+                        MessageView, (AI, ident or None, ids, None, False, (), CHAT, 0, False, ())
+                    )
+                else:  # human or system
+                    view = _new(
+                        MessageView, (role, ident or None, (), None, False, (), CHAT, 0, False, ())
+                    )
+            except KeyError:
+                break
+            # Appended as extend appends it.
+            if at < 0:
+                self._start = start = self._first_kept(view)
+            seq += 1
+            at += 1
+            all_views.append(view)
+            caller = _NO_LINK
+            if role == AI:
+                prunable = at >= start
+                if prunable:
+                    for call_id in ids:
+                        if call_id.startswith(FUNCTION_CALL_KEY_PREFIX):
+                            self._name_call(call_id, seq, ids)
+                        else:
+                            caller_of_call[call_id] = seq
+            elif role == HUMAN:
+                prunable = at >= start
+                human_seqs.append(seq)
+                self._opener = _NO_LINK
+            else:  # a system message, or a tool result (linked to its call, pruned with it)
+                prunable = False
+                if role == TOOL and answers:
+                    found = caller_of_call.get(answers[0])
+                    if found is None:
+                        found = self._answer(answers)
+                    if found is not None:
+                        caller = found
+                        prunable = True
+                        last_result[found] = seq
+            prunable_of.append(prunable)
+            seq_of.append(seq)
+            caller_seq_of.append(caller)
+        taken = at + 1 - position
+        if taken:
+            self._next_seq = seq + 1
+            self.formats = mask
+            if forced is None and mask != self._format_mask:
+                self._format_mask = mask
+                self.format = format_of_mask(mask)
+                self.alternates = self.format.alternates
+        return taken
+
+    def add_tokens(self, tokens: list[int]) -> None:
+        """The token counts of the messages :meth:`extend_plain` appended last, in order."""
+        self.tokens.extend(tokens)
+        self.total += sum(tokens)
+        if self.raw is not None:
+            self.raw.extend(tokens)  # newer than the anchor: estimated as they are
 
     def _first_kept(self, first: MessageView) -> int:
         """1 when ``preserve_first`` keeps ``first`` at index 0, else 0. A summary or memory
@@ -569,11 +716,16 @@ class PlanState:
         gone: list[int] = []
         kept: list[int] = []
         if limits.max_tokens is None:
-            for position in range(start, latest):
-                if prunable[position] and seq[position] != pinned:
-                    gone.append(position)
-                else:
-                    kept.append(position)
+            if all(prunable[start:latest]) and (
+                pinned == _NO_LINK or pinned not in seq[start:latest]
+            ):
+                gone = list(range(start, latest))  # the common window: all of it goes
+            else:
+                for position in range(start, latest):
+                    if prunable[position] and seq[position] != pinned:
+                        gone.append(position)
+                    else:
+                        kept.append(position)
             if past_min and not self._within_bound(latest, 0, False, gone):
                 return None  # end_for_target may find an end past min_messages
             return latest, gone, kept
@@ -918,11 +1070,24 @@ class PlanState:
         # opener is then found again (as a fresh state reading the pruned list finds it).
         passes_question = pinned != _NO_LINK and end > bisect_left(self._seq, pinned)
         views, seq, last_result = self.views, self._seq, self._last_result
-        for p in gone:
-            if views[p].call_ids:
-                self._forget(p)
-            else:
-                last_result.pop(seq[p], None)  # what _forget does for a message without calls
+        if kept or self._named_calls or len(gone) < _FORGET_BY_RANGE:
+            for p in gone:
+                if views[p].call_ids:
+                    self._forget(p)
+                else:
+                    last_result.pop(seq[p], None)  # what _forget does for a message without calls
+        else:
+            # The whole window goes, so what _forget does for each of its messages is to
+            # drop every link anchored in it: found by the anchor's seq, one pass over each
+            # table (the window's seqs are [low, high); no message that left before has a
+            # link left).
+            low = seq[start]
+            high = seq[end] if end < len(seq) else self._next_seq
+            caller_of_call = self._caller_of_call
+            for call_id in [k for k, anchor in caller_of_call.items() if low <= anchor < high]:
+                del caller_of_call[call_id]
+            for anchor in [k for k in last_result if low <= k < high]:
+                del last_result[anchor]
         if end > start:
             # Pruned turn starts are a run of the sorted list (only index 0 and the newest
             # human message, the last of the list, are ever kept).
@@ -1104,7 +1269,16 @@ class PlanState:
             on_human = self._limits.start_on_human
         pinned = self._pinned()
         views = self.views
-        for position in range(len(seq) - 1, start, -1):
+        top = len(seq) - 1
+        if bound < top:
+            # No end above ``bound`` is taken: the lowest anchor linked from above it, at C
+            # speed (what the loop below would have gathered on its way down to it).
+            anchors = set(caller_seq[bound + 1 :])
+            anchors.discard(_NO_LINK)
+            if anchors:
+                lowest_caller = min(lowest_caller, min(anchors))
+            top = bound
+        for position in range(top, start, -1):
             caller = caller_seq[position]
             if caller != _NO_LINK and caller < lowest_caller:
                 lowest_caller = caller

@@ -9,11 +9,14 @@ messages exactly as the plan did without reaching into the reducer.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .messages import MessageView, view_of
 from .messages.reader import read_views
 from .tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from .planner import PlanState
 
 
 class Reader:
@@ -36,6 +39,33 @@ class Reader:
         counter = self.counter
         return 0 if counter is None else counter(message, "message", view_of(message, "message"))
 
+    def extend(self, state: PlanState, messages: list[Any], where: Callable[[int], str]) -> None:
+        """Read ``messages`` and append them to ``state``: LangChain's own messages in their
+        plain shape in one pass (:meth:`~agentstate_reducer.planner.PlanState.extend_plain`),
+        the rest by :meth:`read` and ``extend``.
+
+        Raises:
+            TypeError: An entry is not a message, or is of another format than the
+                list's; the error names it by ``where(index)``.
+        """
+        taken = state.extend_plain(messages)
+        if taken:
+            if self.counter is not None:
+                views = state.views[len(state.views) - taken :]
+                state.add_tokens(self._tokens(messages[:taken], views, where))
+            if taken == len(messages):
+                return
+            rest = messages[taken:]
+
+            def name(index: int) -> str:  # rest[index] is messages[taken + index]
+                return where(taken + index)
+
+            views, tokens = self.read(rest, name)
+            state.extend(views, tokens, name)
+            return
+        views, tokens = self.read(messages, where)
+        state.extend(views, tokens, where)
+
     def read(
         self, messages: list[Any], where: Callable[[int], str]
     ) -> tuple[list[MessageView], list[int] | None]:
@@ -49,16 +79,20 @@ class Reader:
         except TypeError:
             # Read again, naming positions, to say which entry is not a message.
             views = [view_of(message, where(i)) for i, message in enumerate(messages)]
-        count = self.counter
-        if count is None:
+        if self.counter is None:
             return views, None
+        return views, self._tokens(messages, views, where)
+
+    def _tokens(
+        self, messages: list[Any], views: list[MessageView], where: Callable[[int], str]
+    ) -> list[int]:
+        """The token counts of ``messages`` (each a message, ``views`` their views)."""
+        count = self.counter
+        assert count is not None  # token mode
         direct = count.direct
         if direct is not None:  # every entry is a message (each has a view)
-            return views, list(map(direct, messages))
+            return list(map(direct, messages))
         try:
-            tokens = [
-                count(message, "", view) for message, view in zip(messages, views, strict=True)
-            ]
+            return [count(message, "", view) for message, view in zip(messages, views, strict=True)]
         except TypeError:
-            tokens = [count(m, where(i), views[i]) for i, m in enumerate(messages)]
-        return views, tokens
+            return [count(m, where(i), views[i]) for i, m in enumerate(messages)]

@@ -9,6 +9,7 @@ running blocking ones in worker threads.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace as _replace_fields
 from typing import Any, Literal
@@ -117,6 +118,14 @@ class MessageReducer:
         # What models were shown, by this reducer's count (calibration; see ShownMemory).
         self._shown = ShownMemory()
         self._adds_to_view = any(step.view_only for step in self._policy)
+        self._validating = config.mode == "validate"
+        # Count mode, reducing: a list of at most this many messages is kept whole, and
+        # _fit_quickly returns it (0: not a reducer of that kind).
+        self._fit_limit = (
+            0
+            if config.token_mode or self._validating or config.calibrate
+            else (self._limits.max_messages or sys.maxsize)
+        )
         # The default policy without a summary, hooks or calibration: a prune is the plan's
         # window and nothing else, done by _drop_oldest without a step context.
         only = self._policy[0] if len(self._policy) == 1 else None
@@ -300,10 +309,15 @@ class MessageReducer:
             PruneHookError: An ``on_prune`` hook raised (with ``on_prune_error="raise"``);
                 the messages it did not take are kept for a retry (see the error).
         """
+        if self._fit_limit and on_prune_error is None:
+            kept = self._fit_quickly(existing, new)
+            if kept is not None:
+                return kept
         combined, where = _combine(existing, new)
-        if self._config.mode == "validate":
+        if self._validating:
             return self.validate(combined)
-        self._on_error(on_prune_error)  # a bad override is refused even when nothing goes
+        if on_prune_error is not None:
+            self._on_error(on_prune_error)  # a bad override is refused even when nothing goes
         state = self._begin(combined, where, namespace)
         if not state.over_limit() and not self._delivery.has_pending:
             return self._fits(combined, state)
@@ -328,10 +342,15 @@ class MessageReducer:
             SummaryError: As for :meth:`reduce`.
             PruneHookError: As for :meth:`reduce`.
         """
+        if self._fit_limit and on_prune_error is None:
+            kept = self._fit_quickly(existing, new)
+            if kept is not None:
+                return kept
         combined, where = _combine(existing, new)
-        if self._config.mode == "validate":
+        if self._validating:
             return self.validate(combined)
-        self._on_error(on_prune_error)  # a bad override is refused even when nothing goes
+        if on_prune_error is not None:
+            self._on_error(on_prune_error)  # a bad override is refused even when nothing goes
         state = self._begin(combined, where, namespace)
         if not state.over_limit() and not self._delivery.has_pending:
             return self._fits(combined, state)
@@ -582,11 +601,45 @@ class MessageReducer:
         config says so. Reads only the messages the remembered state does not describe."""
         state, known = self._plans.resume(combined)
         if known < len(combined):
-            views, tokens = self._reader.read(combined[known:], lambda i: where(known + i))
-            state.extend(views, tokens, lambda i: where(known + i))
+            self._reader.extend(state, combined[known:], lambda i: where(known + i))
         if self._config.calibrate:
             calibrate(state, combined, known, self._shown, namespace_key(namespace))
         return state
+
+    def _fit_quickly(self, existing: Any, new: Any) -> ReducerResult | None:
+        """The reduce of a count-mode reducer (see ``_fit_limit``) whose list stays within
+        ``max_messages``, or is over it with the plain policy (``_drop_oldest``), with
+        nothing waiting for a hand-off; None when it is not one (or an argument is not a
+        plain list), and ``reduce`` goes on as for any list.
+
+        Why: most turns of a conversation prune nothing, and what they cost is reading the
+        new messages; this path does that and nothing else (no ``where`` names, no step
+        machinery).
+
+        Invariant: the result, and the session remembered, are what the general path
+        (``_begin``, then ``_fits`` or the policy's steps) gives for the same list;
+        ``tests/test_hot_path.py`` compares the two on drawn conversations, turn by turn.
+        """
+        if new is None:
+            new = []
+        elif type(new) is not list:
+            return None
+        if type(existing) is not list:
+            return None
+        split = len(existing)
+        over = split + len(new) > self._fit_limit
+        drop = self._plain_drop
+        if (over and drop is None) or self._delivery.has_pending:
+            return None
+        state, known = self._plans.take(existing)
+        combined = existing + new
+        if known < len(combined):
+            unread = new if known == split else combined[known:]
+            self._reader.extend(state, unread, lambda i: _position(split, known + i))
+        if over and drop is not None:
+            return self._drop_oldest(combined, state, drop)
+        self._plans.remember(state, combined)
+        return _plain_result(combined, [], [], state.total, state.total, None)
 
     def _fits(self, combined: list[Any], state: PlanState) -> ReducerResult:
         """The result of a reduce whose list is within the limit: ``combined`` unchanged,
@@ -613,10 +666,14 @@ class MessageReducer:
             gone, kept_at = state.split_window(end) if found is not None else ([], [])
         if gone:
             start = state.start
-            surviving = combined[:start]
-            surviving += [combined[p] for p in kept_at]
-            surviving += combined[end:]
-            pruned = [combined[p] for p in gone]
+            if kept_at:
+                surviving = combined[:start]
+                surviving += [combined[p] for p in kept_at]
+                surviving += combined[end:]
+                pruned = [combined[p] for p in gone]
+            else:  # the whole window goes: gone is start..end-1
+                surviving = combined[:start] + combined[end:]
+                pruned = combined[start:end]
             state.prune(end, gone, kept_at)
         else:
             surviving, pruned = list(combined), []
@@ -653,8 +710,7 @@ class MessageReducer:
     def _read(self, combined: list[Any], namespace: Any, *, remember: bool = True) -> PlanState:
         """A fresh plan state of ``combined``, calibrated when the config says so."""
         state = PlanState(self._limits)
-        views, tokens = self._reader.read(combined, lambda i: f"messages[{i}]")
-        state.extend(views, tokens)  # a mix of formats raises here
+        self._reader.extend(state, combined, lambda i: f"messages[{i}]")  # a mix raises here
         if self._config.calibrate:
             conversation = namespace_key(namespace)
             calibrate(state, combined, 0, self._shown, conversation, remember=remember)
@@ -790,9 +846,15 @@ def _combine(
     split_at = len(old)
 
     def where(i: int) -> str:
-        return f"existing[{i}]" if i < split_at else f"new[{i - split_at}]"
+        return _position(split_at, i)
 
     return old + added, where
+
+
+def _position(split: int, i: int) -> str:
+    """How an error names position ``i`` of ``existing + new`` (``existing`` holding
+    ``split`` messages)."""
+    return f"existing[{i}]" if i < split else f"new[{i - split}]"
 
 
 def _as_list(messages: Sequence[Any] | None, name: str) -> list[Any]:

@@ -7,6 +7,8 @@ from typing import Any, NamedTuple
 
 from .planner import PlanLimits, PlanState
 
+_new = tuple.__new__
+
 
 class Session(NamedTuple):
     """The plan state of the last list a reducer returned, to plan its next turn from.
@@ -35,26 +37,39 @@ class PlanCache:
         self._limits = limits
         self._slot: list[Session] = []  # the session, or nothing
 
-    def resume(self, combined: list[Any]) -> tuple[PlanState, int]:
-        """The remembered plan state (taken out, see :class:`Session`) and how many
-        messages it covers, if ``combined`` extends the list it describes; else a fresh
-        state and 0."""
+    def take(self, existing: list[Any]) -> tuple[PlanState, int]:
+        """:meth:`resume` for a list that is ``existing`` and more: the remembered state,
+        taken out, and how many messages it covers when ``existing`` starts with the list
+        it describes; else a fresh state and 0. The list itself need not be built first."""
         try:
             session = self._slot.pop()
         except IndexError:
             return PlanState(self._limits), 0
-        known = len(session.messages)
+        state, messages = session
+        known = len(messages)
         try:
-            same = len(combined) >= known and combined[:known] == session.messages
+            # Element by element, each compared by identity first: a list of the same
+            # messages (a caller's copy of the list returned) costs no message's __eq__.
+            if len(existing) == known:
+                same = existing == messages
+            else:
+                same = len(existing) > known and existing[:known] == messages
         except Exception:  # a message type whose == raises: just start afresh
             same = False
         if same:
-            return session.state, known
+            return state, known
         return PlanState(self._limits), 0
+
+    def resume(self, combined: list[Any]) -> tuple[PlanState, int]:
+        """The remembered plan state (taken out, see :class:`Session`) and how many
+        messages it covers, if ``combined`` extends the list it describes; else a fresh
+        state and 0."""
+        return self.take(combined)
 
     def remember(self, state: PlanState, messages: list[Any]) -> None:
         """Keep ``state``, which describes ``messages``, for the next reduce."""
-        self._slot[:] = (Session(state, list(messages)),)
+        # tuple.__new__: a Session without the Python frame of its __new__ (every reduce).
+        self._slot[:] = (_new(Session, (state, messages[:])),)
 
     def current(self) -> Session | None:
         """The session remembered now (left in place), or None."""

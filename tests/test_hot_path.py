@@ -179,9 +179,10 @@ def test_the_plain_drop_is_the_policy_path(
     elements: list[Any], fmt: str, data: st.DataObject
 ) -> None:
     """With the plain policy (one ``DropOldest``, no hooks, summary or calibration) a
-    reduce over the limit prunes without a step context (``MessageReducer._drop_oldest``):
-    turn by turn it returns what the policy path returns, field by field and message by
-    message, and remembers the same plan state for the next turn."""
+    reduce over the limit prunes without a step context (``MessageReducer._drop_oldest``),
+    and one within a count limit returns by ``_fit_quickly``: turn by turn it returns what
+    the general path returns, field by field and message by message, and remembers the
+    same plan state for the next turn."""
     messages, _ = render_dialogue(elements, fmt)
     options = data.draw(_configs(fmt))
     options.pop("summarize_fn", None)
@@ -193,6 +194,7 @@ def test_the_plain_drop_is_the_policy_path(
     fast, slow = (MessageReducer(config=ReducerConfig(**options)) for _ in range(2))
     assert fast._plain_drop is not None
     slow._plain_drop = None  # the general path: a ReduceContext running the policy
+    slow._fit_limit = 0  # and for a list within the limit, _begin and _fits
     sizes = data.draw(st.lists(st.integers(1, 4), max_size=20))
     history: list[Any] = []
     for new in _chunks(messages, sizes):
@@ -398,10 +400,10 @@ def test_a_counter_sees_edited_call_arguments_in_every_format(
 
 @st.composite
 def _langchain_messages(draw: st.DrawFn) -> Any:
-    """LangChain's own Human, AI and Tool messages in plain and odd shapes: ids empty or
+    """LangChain's own Human, AI, Tool and System messages in plain and odd shapes: ids empty or
     missing, block content, summary and memory sources, calls without ids, legacy
     ``function_call`` in ``additional_kwargs`` or as a pydantic extra field."""
-    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
     from agentstate_reducer.messages.base import MEMORY_SOURCE, SUMMARY_SOURCE
 
@@ -417,9 +419,11 @@ def _langchain_messages(draw: st.DrawFn) -> Any:
     extra: dict[str, Any] = {}
     if draw(st.booleans()):
         extra["lc_source"] = draw(st.sampled_from([SUMMARY_SOURCE, MEMORY_SOURCE, "other"]))
-    kind = draw(st.sampled_from(["human", "ai", "tool"]))
+    kind = draw(st.sampled_from(["human", "ai", "tool", "system"]))
     if kind == "human":
         return HumanMessage(content=content, id=ident, additional_kwargs=extra)
+    if kind == "system":
+        return SystemMessage(content=content, id=ident, additional_kwargs=extra)
     if kind == "tool":
         return ToolMessage(
             content="r", tool_call_id=draw(st.sampled_from(["", "c1"])), id=ident,
@@ -447,6 +451,117 @@ def test_the_langchain_class_readers_are_the_general_reader(messages: list[Any])
     format's own reader gives."""
     for message in messages:
         assert read_view(message) == general_view(message)
+
+
+@st.composite
+def _plain_langchain_messages(draw: st.DrawFn) -> Any:
+    """LangChain's own messages in their plain shape (text, calls with ids, results for
+    them), the ones ``PlanState.extend_plain`` reads, or now and then an odd one."""
+
+    if draw(st.integers(0, 5)) == 0:
+        return draw(_langchain_messages())
+    message = draw(_plain_langchain_message())
+    if draw(st.integers(0, 7)) == 0:
+        # A field given a value of the wrong type after validation (pydantic lets it be).
+        name, value = draw(
+            st.sampled_from(
+                [
+                    ("id", 5), ("additional_kwargs", None), ("additional_kwargs", "x"),
+                    ("content", None), ("type", "other"), ("tool_call_id", 7),
+                    ("tool_calls", ()), ("tool_calls", ["c"]),
+                ]
+            )
+        )  # fmt: skip
+        if name in type(message).model_fields:
+            object.__setattr__(message, name, value)
+    return message
+
+
+@st.composite
+def _plain_langchain_message(draw: st.DrawFn) -> Any:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    ident = draw(st.sampled_from([None, "m1", "m2", "m3"]))
+    kind = draw(
+        st.sampled_from(["human", "human", "ai", "ai", "tool", "tool", "system", "thinking"])
+    )
+    if kind == "human":
+        return HumanMessage(content="q", id=ident)
+    if kind == "system":
+        return SystemMessage(content="s", id=ident)
+    if kind == "tool":
+        answered = draw(st.sampled_from(["c1", "c2", "c3", "", "function_call:x"]))
+        return ToolMessage(content="r", tool_call_id=answered, id=ident)
+    calls = [
+        {
+            "name": "f",
+            "args": {},
+            "id": draw(st.sampled_from(["c1", "c2", "c3", None, "function_call:x"])),
+        }
+        for _ in range(draw(st.integers(0, 3)))
+    ]
+    if kind == "thinking":  # read the general way: it may open the newest turn
+        thinking = {"type": "thinking", "thinking": "t", "signature": "s"}
+        return AIMessage(content=[thinking, "a"], tool_calls=calls, id=ident)
+    return AIMessage(content="a", tool_calls=calls, id=ident)
+
+
+def _state_of(state: PlanState) -> tuple[Any, ...]:
+    return tuple(getattr(state, name) for name in PlanState.__slots__ if name != "_limits")
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(_plain_langchain_messages(), min_size=2, max_size=14),
+    st.lists(st.integers(1, 4), max_size=6),
+    st.sampled_from([False, True, "system"]),
+    st.booleans(),
+    st.sampled_from([None, "chat", "anthropic", "responses"]),
+    st.sampled_from([None, "approximate", "callable"]),
+)
+def test_reading_langchain_messages_in_one_pass_is_extending_by_their_views(
+    messages: list[Any],
+    sizes: list[int],
+    preserve_first: bool | str,
+    cascade: bool,
+    fmt: str | None,
+    counter: str | None,
+) -> None:
+    """``Reader.extend`` (``PlanState.extend_plain`` for LangChain's own messages in their
+    plain shape, then ``extend`` for the rest) leaves the state ``extend`` of their views
+    leaves, a few messages at a time, in count and token mode: views, links, turn starts,
+    format and counts; a list it refuses (a mix of formats, a field of the wrong type) is
+    refused by both, alike."""
+    from agentstate_reducer.messages.reader import read_views
+    from agentstate_reducer.reader import Reader
+
+    limits = PlanLimits(
+        preserve_first=preserve_first, cascade=cascade, min_messages=0, max_messages=0,
+        format=fmt,
+    )  # fmt: skip
+    if counter == "callable":
+        reader = Reader(TokenCounter(lambda message: len(str(message.content)) + 3))
+    else:
+        reader = Reader(None if counter is None else TokenCounter(counter))
+    fast, slow = PlanState(limits), PlanState(limits)
+    for chunk in _chunks(messages, sizes):
+        where = f"chunk of {len(chunk)}"
+        failed: list[str] = []
+        try:
+            reader.extend(fast, chunk, lambda i: f"messages[{i}]")
+        except Exception as exc:  # a field of the wrong type: TypeError, or the counter's
+            failed.append(f"{type(exc).__name__}: {exc}")
+        try:
+            views, tokens = reader.read(chunk, lambda i: f"messages[{i}]")
+            slow.extend(views, tokens, lambda i: f"messages[{i}]")
+        except Exception as exc:  # a field of the wrong type: TypeError, or the counter's
+            failed.append(f"{type(exc).__name__}: {exc}")
+        assert len(failed) in (0, 2), (where, failed)
+        if failed:
+            assert failed[0] == failed[1]
+            return
+        assert _state_of(fast) == _state_of(slow)
+    assert [v for v in fast.views] == read_views(messages)
 
 
 @PROPERTY

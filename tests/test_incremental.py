@@ -46,6 +46,21 @@ def test_turn_by_turn_equals_fresh_plans(records, shape, reducer, sizes):
         history = kept.surviving
 
 
+@settings(max_examples=150, deadline=None)
+@given(conversations(max_turns=12), shapes, reducers(), st.lists(st.integers(1, 4), max_size=30))
+def test_windows_dropped_by_seq_range_plan_as_fresh(records, shape, reducer, sizes):
+    """The same, with every prune of a whole window dropping its links by seq range (the
+    path ``PlanState.prune`` takes for windows of 16 messages or more)."""
+    from unittest import mock
+
+    from agentstate_reducer import planner
+
+    with mock.patch.object(planner, "_FORGET_BY_RANGE", 0):
+        test_turn_by_turn_equals_fresh_plans.hypothesis.inner_test(  # type: ignore[attr-defined]
+            records, shape, reducer, sizes
+        )
+
+
 @settings(max_examples=200, deadline=None)
 @given(conversations(max_turns=10), shapes, reducers(), st.data())
 def test_a_changed_list_is_planned_afresh(records, shape, reducer, data):

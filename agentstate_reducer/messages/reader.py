@@ -53,7 +53,8 @@ from .detect import reader_of
 from .responses import ITEM_TYPES
 
 #: The ``lc_source`` values of the blocks the reducer inserts (summaries, memories).
-_BLOCK_SOURCES = (SUMMARY_SOURCE, MEMORY_SOURCE)
+BLOCK_SOURCES = (SUMMARY_SOURCE, MEMORY_SOURCE)
+"""The ``lc_source`` values of the blocks the reducer inserts (summary, memory)."""
 
 __all__ = [
     "AI",
@@ -505,7 +506,7 @@ def read_view(msg: Any) -> MessageView:
         extra = getattr(msg, "additional_kwargs", None)
         if extra is not None and type(extra) is not dict:
             return general_view(msg)
-        summary = type(extra) is dict and extra.get("lc_source") in _BLOCK_SOURCES
+        summary = type(extra) is dict and extra.get("lc_source") in BLOCK_SOURCES
         if role is AI or role is HUMAN:
             found = getattr(msg, "content", None)
             if found is not None and type(found) is not str and type(found) is not list:
@@ -518,9 +519,9 @@ def read_view(msg: Any) -> MessageView:
         ):
             return general_view(msg)
         if top is not None:
-            summary = top in _BLOCK_SOURCES
+            summary = top in BLOCK_SOURCES
         else:
-            summary = extra is not None and extra.get("lc_source") in _BLOCK_SOURCES
+            summary = extra is not None and extra.get("lc_source") in BLOCK_SOURCES
         if not summary:
             summary = type(found) is str and found.startswith(BLOCK_HEADERS)
     if role is AI:
@@ -633,8 +634,22 @@ def _langchain_human(msg: Any) -> MessageView | None:
         or type(msg.content) is not str  # blocks may hold tool results
     ):
         return None
-    summary = bool(extra) and extra.get("lc_source") in _BLOCK_SOURCES
+    summary = bool(extra) and extra.get("lc_source") in BLOCK_SOURCES
     return _new(MessageView, (HUMAN, ident or None, (), None, summary, (), CHAT, 0, False, ()))
+
+
+def _langchain_system(msg: Any) -> MessageView | None:
+    ident = msg.id
+    extra = msg.additional_kwargs
+    if (
+        msg.type != "system"
+        or (ident is not None and type(ident) is not str)
+        or type(extra) is not dict
+        or type(msg.content) is not str
+    ):
+        return None
+    summary = bool(extra) and extra.get("lc_source") in BLOCK_SOURCES
+    return _new(MessageView, (SYSTEM, ident or None, (), None, summary, (), CHAT, 0, False, ()))
 
 
 def _langchain_tool(msg: Any) -> MessageView | None:
@@ -648,7 +663,7 @@ def _langchain_tool(msg: Any) -> MessageView | None:
         or (answered is not None and type(answered) is not str)
     ):
         return None
-    summary = bool(extra) and extra.get("lc_source") in _BLOCK_SOURCES
+    summary = bool(extra) and extra.get("lc_source") in BLOCK_SOURCES
     answered = answered or None
     answers = (answered,) if answered else ()
     return _new(
@@ -673,7 +688,7 @@ def _langchain_ai(msg: Any) -> MessageView | None:
     ids = chat.plain_call_ids(calls)
     if ids is None:
         return None
-    summary = bool(extra) and extra.get("lc_source") in _BLOCK_SOURCES
+    summary = bool(extra) and extra.get("lc_source") in BLOCK_SOURCES
     return _new(MessageView, (AI, ident or None, ids, None, summary, (), CHAT, 0, False, ()))
 
 
@@ -682,11 +697,27 @@ _UNSEEN: Any = object()
 #: Per class: its reader above (LangChain's own message classes, not their subclasses), or
 #: None for any other class.
 _LANGCHAIN_READERS: dict[type, _ClassReader | None] = {}
+_LANGCHAIN_ROLES: dict[type, str] = {}
+_LANGCHAIN_CLASS_ROLES = {
+    "HumanMessage": HUMAN,
+    "SystemMessage": SYSTEM,
+    "AIMessage": AI,
+    "ToolMessage": TOOL,
+}
 _LANGCHAIN_CLASSES: dict[str, _ClassReader] = {
     "HumanMessage": _langchain_human,
+    "SystemMessage": _langchain_system,
     "AIMessage": _langchain_ai,
     "ToolMessage": _langchain_tool,
 }
+
+
+def plain_roles() -> Mapping[type, str]:
+    """LangChain's own message classes that :func:`read_view` has met, by the role each is
+    read as (which is also each class's ``type``): the classes of the readers above. Live:
+    it grows as :func:`read_view` meets them. The planner reads their plain shape in one
+    pass with its plan (``PlanState.extend_plain``), by the readers' checks."""
+    return _LANGCHAIN_ROLES
 
 
 def _langchain_reader(cls: type) -> _ClassReader | None:
@@ -695,6 +726,8 @@ def _langchain_reader(cls: type) -> _ClassReader | None:
     reader = None
     if cls.__module__.startswith("langchain_core.messages."):
         reader = _LANGCHAIN_CLASSES.get(cls.__name__)
+    if reader is not None:
+        _LANGCHAIN_ROLES[cls] = _LANGCHAIN_CLASS_ROLES[cls.__name__]
     _LANGCHAIN_READERS[cls] = reader
     return reader
 
