@@ -459,10 +459,10 @@ class PlanState:
                         prunable = True
                         last_result[found] = seq
             prunable_of.append(prunable)
-            seq_of.append(seq)
             caller_seq_of.append(caller)
         taken = at + 1 - position
         if taken:
+            seq_of.extend(range(self._next_seq, seq + 1))  # consecutive: one per message
             self._next_seq = seq + 1
             self.formats = mask
             if forced is None and mask != self._format_mask:

@@ -629,13 +629,19 @@ class MessageReducer:
         split = len(existing)
         over = split + len(new) > self._fit_limit
         drop = self._plain_drop
-        if (over and drop is None) or self._delivery.has_pending:
+        # The plain policy has no hooks, so nothing of it waits for a hand-off.
+        if drop is None and (over or self._delivery.has_pending):
             return None
         state, known = self._plans.take(existing)
         combined = existing + new
         if known < len(combined):
             unread = new if known == split else combined[known:]
-            self._reader.extend(state, unread, lambda i: _position(split, known + i))
+            # Reader.extend in count mode (nothing to count), where names are made only for
+            # what extend_plain leaves: an error's position.
+            taken = state.extend_plain(unread)
+            if taken < len(unread):
+                start = known + taken
+                self._reader.extend(state, unread[taken:], lambda i: _position(split, start + i))
         if over and drop is not None:
             return self._drop_oldest(combined, state, drop)
         self._plans.remember(state, combined)
