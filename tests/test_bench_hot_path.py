@@ -57,3 +57,37 @@ def test_a_small_run_prints_every_row_and_a_target_for_each() -> None:
         assert split["fit_us"] > 0 and split["prune_us"] > 0
         assert 0 < split["prunes"] < 60
     assert len(result["estimate"]["kinds"]) == 40
+
+
+def test_the_instruction_count_worker_runs_the_conversation_and_skips_without_valgrind(
+    tmp_path: Path,
+) -> None:
+    """``bench/hot_path_instructions.py``: its worker (what valgrind runs) reduces the
+    conversation with this checkout, and without valgrind on the PATH the script says the
+    run was skipped in its ``RESULT`` (so ``run_all.py`` lists it as skipped)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from _chat import generate
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    script = ROOT / "bench" / "hot_path_instructions.py"
+    conversation = tmp_path / "conversation.json"
+    conversation.write_text(json.dumps(generate(30)))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    worker = [sys.executable, str(script), "--worker", str(conversation), "--mode", "count"]
+    proc = subprocess.run(
+        [*worker, "--passes", "1"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    bare = {**env, "PATH": str(Path(sys.executable).parent)}  # python, but no valgrind
+    proc = subprocess.run(
+        [sys.executable, str(script), "--quick"],
+        cwd=ROOT,
+        env=bare,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.splitlines()[-1][len("RESULT ") :])
+    assert result == {"bench": "hot_path_instructions", "skipped": "valgrind is not installed"}
