@@ -49,22 +49,23 @@ class Reader:
                 list's; the error names it by ``where(index)``.
         """
         taken = state.extend_plain(messages)
-        if taken:
-            if self.counter is not None:
-                views = state.views[len(state.views) - taken :]
-                state.add_tokens(self._tokens(messages[:taken], views, where))
-            if taken == len(messages):
-                return
-            rest = messages[taken:]
-
-            def name(index: int) -> str:  # rest[index] is messages[taken + index]
-                return where(taken + index)
-
-            views, tokens = self.read(rest, name)
-            state.extend(views, tokens, name)
+        if not taken:
+            views, tokens = self.read(messages, where)
+            state.extend(views, tokens, where)
             return
-        views, tokens = self.read(messages, where)
-        state.extend(views, tokens, where)
+        rest = messages[taken:]
+
+        def name(index: int) -> str:  # rest[index] is messages[taken + index]
+            return where(taken + index)
+
+        # In read's order: every message read (a non-message refused) before any is counted.
+        views = self._views(rest, name) if rest else []
+        if self.counter is not None:
+            taken_views = state.views[len(state.views) - taken :]
+            state.add_tokens(self._tokens(messages[:taken], taken_views, where))
+        if rest:
+            tokens = None if self.counter is None else self._tokens(rest, views, name)
+            state.extend(views, tokens, name)
 
     def read(
         self, messages: list[Any], where: Callable[[int], str]
@@ -74,14 +75,22 @@ class Reader:
         Raises:
             TypeError: An entry is not a message; the error names it by ``where(index)``.
         """
-        try:
-            views = read_views(messages)
-        except TypeError:
-            # Read again, naming positions, to say which entry is not a message.
-            views = [view_of(message, where(i)) for i, message in enumerate(messages)]
+        views = self._views(messages, where)
         if self.counter is None:
             return views, None
         return views, self._tokens(messages, views, where)
+
+    def _views(self, messages: list[Any], where: Callable[[int], str]) -> list[MessageView]:
+        """The views of ``messages``.
+
+        Raises:
+            TypeError: An entry is not a message; the error names it by ``where(index)``.
+        """
+        try:
+            return read_views(messages)
+        except TypeError:
+            # Read again, naming positions, to say which entry is not a message.
+            return [view_of(message, where(i)) for i, message in enumerate(messages)]
 
     def _tokens(
         self, messages: list[Any], views: list[MessageView], where: Callable[[int], str]

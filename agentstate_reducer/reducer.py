@@ -309,7 +309,9 @@ class MessageReducer:
             PruneHookError: An ``on_prune`` hook raised (with ``on_prune_error="raise"``);
                 the messages it did not take are kept for a retry (see the error).
         """
-        if self._fit_limit and on_prune_error is None:
+        if self._fit_limit and (
+            on_prune_error is None or on_prune_error == "keep" or on_prune_error == "raise"
+        ):  # what to do if a hook fails: nothing is handed over on the quick path
             kept = self._fit_quickly(existing, new)
             if kept is not None:
                 return kept
@@ -342,7 +344,9 @@ class MessageReducer:
             SummaryError: As for :meth:`reduce`.
             PruneHookError: As for :meth:`reduce`.
         """
-        if self._fit_limit and on_prune_error is None:
+        if self._fit_limit and (
+            on_prune_error is None or on_prune_error == "keep" or on_prune_error == "raise"
+        ):  # what to do if a hook fails: nothing is handed over on the quick path
             kept = self._fit_quickly(existing, new)
             if kept is not None:
                 return kept

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -624,3 +625,69 @@ def test_arguments_are_written_as_the_checked_encoder_writes_them(value: Any) ->
     holder: list[Any] = [value]
     holder.append(holder)
     assert as_text(holder) == expected(holder)
+
+
+def test_a_non_message_is_named_before_any_message_is_counted() -> None:
+    """In token mode every message is read before any is counted, as before the one-pass
+    reading of LangChain's messages: a non-message after a message the counter cannot count
+    is refused by name, not by the counter's error (even once LangChain's classes are known,
+    which is when the one-pass reading takes them)."""
+    from langchain_core.messages import HumanMessage
+
+    def count(message: Any) -> int:
+        if getattr(message, "content", "") == "bad":
+            raise ValueError("counter boom")
+        return 1
+
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=100, token_counter=count))
+    reducer.reduce([HumanMessage(content="warm")])
+    with pytest.raises(TypeError, match=r"new\[1\]: got None"):
+        reducer.reduce([HumanMessage(content="a")], [HumanMessage(content="bad"), None])
+
+
+def test_a_langchain_message_missing_a_field_is_refused_by_name() -> None:
+    """A LangChain message whose instance lacks a field its class declares (an odd
+    ``model_construct``, a deleted attribute) goes to the general reader, which refuses it
+    by position when it cannot read it, in every class: no bare AttributeError."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    broken = [
+        SystemMessage(content="s"),
+        HumanMessage(content="q"),
+        AIMessage(content="a"),
+        ToolMessage(content="r", tool_call_id="c1"),
+    ]
+    for message in broken:
+        message.__dict__.pop("type")
+        reducer = MessageReducer(config=ReducerConfig(max_messages=5, min_messages=0))
+        reducer.reduce([HumanMessage(content="warm")])
+        with pytest.raises(TypeError, match=r"existing\[1\]: got "):
+            reducer.reduce([HumanMessage(content="first"), message], [HumanMessage(content="q")])
+
+
+def test_the_langgraph_channel_takes_the_quick_count_path() -> None:
+    """The state channel passes ``on_prune_error="keep"`` on every write; a valid override
+    changes nothing on a turn that only reads (or drops the oldest without hooks), so such a
+    turn takes ``_fit_quickly`` too, as a plain ``reduce`` does."""
+    from unittest import mock
+
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    reducer = MessageReducer(config=ReducerConfig(min_messages=4, max_messages=8))
+    channel = reducer.as_langgraph_reducer()
+    taken: list[bool] = []
+    original = MessageReducer._fit_quickly
+
+    def recording(self: MessageReducer, existing: Any, new: Any) -> Any:
+        result = original(self, existing, new)
+        taken.append(result is not None)
+        return result
+
+    state: list[Any] = []
+    with mock.patch.object(MessageReducer, "_fit_quickly", recording):
+        for turn in range(12):
+            update = [HumanMessage(content=f"q{turn}", id=f"h{turn}")]
+            update.append(AIMessage(content=f"a{turn}", id=f"a{turn}"))
+            state = channel(state, update)
+    assert len(taken) == 12 and all(taken)
+    assert 4 <= len(state) <= 8 and state[-1].id == "a11"

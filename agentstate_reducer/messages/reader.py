@@ -460,7 +460,7 @@ def read_view(msg: Any) -> MessageView:
         fast: _ClassReader | None = _LANGCHAIN_READERS.get(cls, _UNSEEN)
         if fast is _UNSEEN:
             fast = _langchain_reader(cls)
-        if fast is not None and (view := fast(msg)) is not None:
+        if fast is not None and (view := _read_by_class(fast, msg)) is not None:
             return view
     role_keyed = False
     if cls is dict:
@@ -603,12 +603,24 @@ def read_views(messages: list[Any]) -> list[MessageView]:
     readers = _LANGCHAIN_READERS
     views: list[MessageView] = []
     append = views.append
-    for message in messages:
-        fast = readers.get(type(message))
-        if fast is None or (view := fast(message)) is None:
-            view = read_view(message)
-        append(view)
+    try:
+        for message in messages:
+            fast = readers.get(type(message))
+            if fast is None or (view := fast(message)) is None:
+                view = read_view(message)
+            append(view)
+    except AttributeError:  # a field deleted from an instance: read the rest one by one
+        views.extend(map(read_view, messages[len(views) :]))
     return views
+
+
+def _read_by_class(read: _ClassReader, msg: Any) -> MessageView | None:
+    """``read(msg)``, or None (the general reader's turn) when a field the class declares
+    is missing from the instance (an odd ``model_construct``, a deleted attribute)."""
+    try:
+        return read(msg)
+    except AttributeError:
+        return None
 
 
 #: ``tuple.__new__``: builds a view without the Python frame of ``MessageView.__new__``.
