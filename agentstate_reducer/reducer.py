@@ -309,12 +309,9 @@ class MessageReducer:
             PruneHookError: An ``on_prune`` hook raised (with ``on_prune_error="raise"``);
                 the messages it did not take are kept for a retry (see the error).
         """
-        if self._fit_limit and (
-            on_prune_error is None or on_prune_error == "keep" or on_prune_error == "raise"
-        ):  # what to do if a hook fails: nothing is handed over on the quick path
-            kept = self._fit_quickly(existing, new)
-            if kept is not None:
-                return kept
+        kept = self._fit_quickly(existing, new, on_prune_error)
+        if kept is not None:
+            return kept
         combined, where = _combine(existing, new)
         if self._validating:
             return self.validate(combined)
@@ -344,12 +341,9 @@ class MessageReducer:
             SummaryError: As for :meth:`reduce`.
             PruneHookError: As for :meth:`reduce`.
         """
-        if self._fit_limit and (
-            on_prune_error is None or on_prune_error == "keep" or on_prune_error == "raise"
-        ):  # what to do if a hook fails: nothing is handed over on the quick path
-            kept = self._fit_quickly(existing, new)
-            if kept is not None:
-                return kept
+        kept = self._fit_quickly(existing, new, on_prune_error)
+        if kept is not None:
+            return kept
         combined, where = _combine(existing, new)
         if self._validating:
             return self.validate(combined)
@@ -610,7 +604,9 @@ class MessageReducer:
             calibrate(state, combined, known, self._shown, namespace_key(namespace))
         return state
 
-    def _fit_quickly(self, existing: Any, new: Any) -> ReducerResult | None:
+    def _fit_quickly(
+        self, existing: Any, new: Any, on_prune_error: OnPruneError | None = None
+    ) -> ReducerResult | None:
         """The reduce of a count-mode reducer (see ``_fit_limit``) whose list stays within
         ``max_messages``, or is over it with the plain policy (``_drop_oldest``), with
         nothing waiting for a hand-off; None when it is not one (or an argument is not a
@@ -623,7 +619,13 @@ class MessageReducer:
         Invariant: the result, and the session remembered, are what the general path
         (``_begin``, then ``_fits`` or the policy's steps) gives for the same list;
         ``tests/test_hot_path.py`` compares the two on drawn conversations, turn by turn.
+        A valid ``on_prune_error`` (the state channel passes one on every write) changes
+        nothing here: nothing is handed over on this path.
         """
+        if not self._fit_limit or (
+            on_prune_error is not None and on_prune_error != "keep" and on_prune_error != "raise"
+        ):
+            return None
         if new is None:
             new = []
         elif type(new) is not list:

@@ -678,8 +678,8 @@ def test_the_langgraph_channel_takes_the_quick_count_path() -> None:
     taken: list[bool] = []
     original = MessageReducer._fit_quickly
 
-    def recording(self: MessageReducer, existing: Any, new: Any) -> Any:
-        result = original(self, existing, new)
+    def recording(self: MessageReducer, existing: Any, new: Any, on_error: Any = None) -> Any:
+        result = original(self, existing, new, on_error)
         taken.append(result is not None)
         return result
 

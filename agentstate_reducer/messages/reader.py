@@ -636,32 +636,28 @@ _new = tuple.__new__
 # format, LangChain's included.
 
 
-def _langchain_human(msg: Any) -> MessageView | None:
-    ident = msg.id
-    extra = msg.additional_kwargs
-    if (
-        msg.type != "human"
-        or (ident is not None and type(ident) is not str)
-        or type(extra) is not dict
-        or type(msg.content) is not str  # blocks may hold tool results
-    ):
-        return None
-    summary = bool(extra) and extra.get("lc_source") in BLOCK_SOURCES
-    return _new(MessageView, (HUMAN, ident or None, (), None, summary, (), CHAT, 0, False, ()))
+def _text_reader(role: str) -> _ClassReader:
+    """The class reader of LangChain's message class whose ``type`` is ``role`` and whose
+    content, when text, holds no call or result: ``HumanMessage``, ``SystemMessage``."""
+
+    def read(msg: Any) -> MessageView | None:
+        ident = msg.id
+        extra = msg.additional_kwargs
+        if (
+            msg.type != role
+            or (ident is not None and type(ident) is not str)
+            or type(extra) is not dict
+            or type(msg.content) is not str  # blocks may hold tool results
+        ):
+            return None
+        summary = bool(extra) and extra.get("lc_source") in BLOCK_SOURCES
+        return _new(MessageView, (role, ident or None, (), None, summary, (), CHAT, 0, False, ()))
+
+    return read
 
 
-def _langchain_system(msg: Any) -> MessageView | None:
-    ident = msg.id
-    extra = msg.additional_kwargs
-    if (
-        msg.type != "system"
-        or (ident is not None and type(ident) is not str)
-        or type(extra) is not dict
-        or type(msg.content) is not str
-    ):
-        return None
-    summary = bool(extra) and extra.get("lc_source") in BLOCK_SOURCES
-    return _new(MessageView, (SYSTEM, ident or None, (), None, summary, (), CHAT, 0, False, ()))
+_langchain_human = _text_reader(HUMAN)
+_langchain_system = _text_reader(SYSTEM)
 
 
 def _langchain_tool(msg: Any) -> MessageView | None:
