@@ -49,6 +49,11 @@ class Reader:
                 list's; the error names it by ``where(index)``.
         """
         taken = state.extend_plain(messages)
+        if taken == len(messages):  # the common turn: every message read in the one pass
+            if self.counter is not None:
+                taken_views = state.views[len(state.views) - taken :]
+                state.add_tokens(self._tokens(messages, taken_views, where))
+            return
         if not taken:
             views, tokens = self.read(messages, where)
             state.extend(views, tokens, where)
@@ -59,13 +64,13 @@ class Reader:
             return where(taken + index)
 
         # In read's order: every message read (a non-message refused) before any is counted.
-        views = self._views(rest, name) if rest else []
+        views = self._views(rest, name)
+        tokens = None
         if self.counter is not None:
             taken_views = state.views[len(state.views) - taken :]
             state.add_tokens(self._tokens(messages[:taken], taken_views, where))
-        if rest:
-            tokens = None if self.counter is None else self._tokens(rest, views, name)
-            state.extend(views, tokens, name)
+            tokens = self._tokens(rest, views, name)
+        state.extend(views, tokens, name)
 
     def read(
         self, messages: list[Any], where: Callable[[int], str]

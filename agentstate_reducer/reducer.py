@@ -613,8 +613,8 @@ class MessageReducer:
         plain list), and ``reduce`` goes on as for any list.
 
         Why: most turns of a conversation prune nothing, and what they cost is reading the
-        new messages; this path does that and nothing else (no ``where`` names, no step
-        machinery).
+        new messages; this path does that and nothing else (no position named unless a message
+        is refused, no step machinery).
 
         Invariant: the result, and the session remembered, are what the general path
         (``_begin``, then ``_fits`` or the policy's steps) gives for the same list;
@@ -638,16 +638,11 @@ class MessageReducer:
         # The plain policy has no hooks, so nothing of it waits for a hand-off.
         if drop is None and (over or self._delivery.has_pending):
             return None
-        state, known = self._plans.take(existing)
+        state, known = self._plans.resume(existing)
         combined = existing + new
         if known < len(combined):
             unread = new if known == split else combined[known:]
-            # Reader.extend in count mode (nothing to count), where names are made only for
-            # what extend_plain leaves: an error's position.
-            taken = state.extend_plain(unread)
-            if taken < len(unread):
-                start = known + taken
-                self._reader.extend(state, unread[taken:], lambda i: _position(split, start + i))
+            self._reader.extend(state, unread, lambda i: _position(split, known + i))
         if over and drop is not None:
             return self._drop_oldest(combined, state, drop)
         self._plans.remember(state, combined)

@@ -37,34 +37,29 @@ class PlanCache:
         self._limits = limits
         self._slot: list[Session] = []  # the session, or nothing
 
-    def take(self, existing: list[Any]) -> tuple[PlanState, int]:
-        """:meth:`resume` for a list that is ``existing`` and more: the remembered state,
-        taken out, and how many messages it covers when ``existing`` starts with the list
-        it describes; else a fresh state and 0. The list itself need not be built first."""
+    def resume(self, messages: list[Any]) -> tuple[PlanState, int]:
+        """The remembered plan state (taken out, see :class:`Session`) and how many
+        messages it covers, if ``messages`` starts with the list it describes (the list a
+        reduce plans, or only its ``existing`` part: the rest need not be built first);
+        else a fresh state and 0."""
         try:
             session = self._slot.pop()
         except IndexError:
             return PlanState(self._limits), 0
-        state, messages = session
-        known = len(messages)
+        state, remembered = session
+        known = len(remembered)
         try:
             # Element by element, each compared by identity first: a list of the same
             # messages (a caller's copy of the list returned) costs no message's __eq__.
-            if len(existing) == known:
-                same = existing == messages
+            if len(messages) == known:
+                same = messages == remembered
             else:
-                same = len(existing) > known and existing[:known] == messages
+                same = len(messages) > known and messages[:known] == remembered
         except Exception:  # a message type whose == raises: just start afresh
             same = False
         if same:
             return state, known
         return PlanState(self._limits), 0
-
-    def resume(self, combined: list[Any]) -> tuple[PlanState, int]:
-        """The remembered plan state (taken out, see :class:`Session`) and how many
-        messages it covers, if ``combined`` extends the list it describes; else a fresh
-        state and 0."""
-        return self.take(combined)
 
     def remember(self, state: PlanState, messages: list[Any]) -> None:
         """Keep ``state``, which describes ``messages``, for the next reduce."""

@@ -705,18 +705,14 @@ _UNSEEN: Any = object()
 #: Per class: its reader above (LangChain's own message classes, not their subclasses), or
 #: None for any other class.
 _LANGCHAIN_READERS: dict[type, _ClassReader | None] = {}
+#: The same classes, by the role each is read as (see :func:`plain_roles`).
 _LANGCHAIN_ROLES: dict[type, str] = {}
-_LANGCHAIN_CLASS_ROLES = {
-    "HumanMessage": HUMAN,
-    "SystemMessage": SYSTEM,
-    "AIMessage": AI,
-    "ToolMessage": TOOL,
-}
-_LANGCHAIN_CLASSES: dict[str, _ClassReader] = {
-    "HumanMessage": _langchain_human,
-    "SystemMessage": _langchain_system,
-    "AIMessage": _langchain_ai,
-    "ToolMessage": _langchain_tool,
+#: LangChain's own message classes, by name: their reader and the role it reads.
+_LANGCHAIN_CLASSES: dict[str, tuple[_ClassReader, str]] = {
+    "HumanMessage": (_langchain_human, HUMAN),
+    "SystemMessage": (_langchain_system, SYSTEM),
+    "AIMessage": (_langchain_ai, AI),
+    "ToolMessage": (_langchain_tool, TOOL),
 }
 
 
@@ -733,9 +729,9 @@ def _langchain_reader(cls: type) -> _ClassReader | None:
     (remembered per class)."""
     reader = None
     if cls.__module__.startswith("langchain_core.messages."):
-        reader = _LANGCHAIN_CLASSES.get(cls.__name__)
-    if reader is not None:
-        _LANGCHAIN_ROLES[cls] = _LANGCHAIN_CLASS_ROLES[cls.__name__]
+        found = _LANGCHAIN_CLASSES.get(cls.__name__)
+        if found is not None:
+            reader, _LANGCHAIN_ROLES[cls] = found
     _LANGCHAIN_READERS[cls] = reader
     return reader
 
