@@ -416,10 +416,13 @@ class PlanState:
                         or (extra and ("tool_calls" in extra or "function_call" in extra))
                     ):
                         break
-                    found_ids = plain_call_ids(calls)
-                    if found_ids is None:
-                        break
-                    ids = found_ids
+                    if calls:
+                        found_ids = plain_call_ids(calls)
+                        if found_ids is None:
+                            break
+                        ids = found_ids
+                    else:
+                        ids = ()
                     view = _new(
                         MessageView, (AI, ident or None, ids, None, False, (), CHAT, 0, False, ())
                     )

@@ -642,7 +642,12 @@ class MessageReducer:
         combined = existing + new
         if known < len(combined):
             unread = new if known == split else combined[known:]
-            self._reader.extend(state, unread, lambda i: _position(split, known + i))
+            # Count mode: what the one pass takes is read (Reader.extend would count no
+            # tokens); the rest, if any, is read the general way, with positions named.
+            taken = state.extend_plain(unread)
+            if taken < len(unread):
+                at = known + taken
+                self._reader.extend(state, unread[taken:], lambda i: _position(split, at + i))
         if over and drop is not None:
             return self._drop_oldest(combined, state, drop)
         self._plans.remember(state, combined)

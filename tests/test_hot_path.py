@@ -12,6 +12,7 @@ every reduce took before the no-prune return, with the hooks' calls compared too
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -691,3 +692,28 @@ def test_the_langgraph_channel_takes_the_quick_count_path() -> None:
             state = channel(state, update)
     assert len(taken) == 12 and all(taken)
     assert 4 <= len(state) <= 8 and state[-1].id == "a11"
+
+
+@pytest.mark.parametrize("bad_at", [0, 1, 2, 3])
+@pytest.mark.parametrize("in_new", [True, False])
+def test_the_quick_count_path_names_a_non_message_after_plain_ones(
+    bad_at: int, in_new: bool
+) -> None:
+    """The quick count path reads LangChain's plain messages in one pass and leaves the
+    rest to the reader: a non-message after any number of plain ones (in ``new``, or in
+    the part of ``existing`` the reducer has not seen) is refused by its own position."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    reducer = MessageReducer(config=ReducerConfig(min_messages=2, max_messages=20))
+    seen = reducer.reduce([HumanMessage(content="q0", id="h0")], [AIMessage(content="a0")])
+    unseen: list[Any] = [HumanMessage(content=f"q{i}") for i in range(4)]
+    unseen[bad_at] = None
+    if in_new:
+        existing, new, name = seen.surviving, unseen, f"new[{bad_at}]"
+    else:
+        existing, new, name = seen.surviving + unseen, [], f"existing[{2 + bad_at}]"
+    with pytest.raises(TypeError, match=re.escape(f"{name}: got None")):
+        reducer.reduce(existing, new)
+    # The failed reduce kept no session: the same list without the non-message plans afresh.
+    fixed = [m for m in [*existing, *new] if m is not None]
+    assert reducer.reduce(fixed).surviving == fixed
