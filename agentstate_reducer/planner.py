@@ -105,6 +105,14 @@ _PLAIN_ROLES = plain_roles()
 #: ``tuple.__new__``: a view without the Python frame of ``MessageView.__new__``.
 _new = tuple.__new__
 _FORMATS_OF = attrgetter("formats")
+#: In count mode, the view :meth:`PlanState.extend_plain` gives every plain message of a
+#: role that makes no call and answers none (a human, system or call-less ai message): one
+#: per role, without the message's id. Nothing reads a view's id in count mode (the token
+#: cache keys counts by it), and a message whose view is the same as many others' costs no
+#: view of its own to build, keep and free.
+_SHARED_VIEWS: dict[str, MessageView] = {
+    role: MessageView(role, None, (), None, False, (), CHAT) for role in (HUMAN, AI, SYSTEM)
+}
 #: Roles of the message ``preserve_first="system"`` keeps at index 0.
 _INSTRUCTION_ROLES = (SYSTEM, "developer")
 
@@ -354,8 +362,10 @@ class PlanState:
         that cost; bench/hot_path.py).
 
         Invariant: taking ``n`` messages leaves the state exactly as
-        ``extend(read_views(messages[:n]))`` does (views, links, turn starts, format), and
-        it takes a message only where the class reader would give its view;
+        ``extend(read_views(messages[:n]))`` does (views, links, turn starts, format),
+        except that in count mode a message that makes no call and answers none has the
+        shared view of its role, without its id (:data:`_SHARED_VIEWS`); and it takes a
+        message only where the class reader would give its view;
         ``tests/test_hot_path.py`` compares the two on drawn lists of LangChain's
         messages, plain and odd, split at random, in count and token mode.
         """
@@ -375,6 +385,9 @@ class PlanState:
         at = position - 1
         ids: tuple[str, ...] = ()  # an ai message's calls
         answers: tuple[str, ...] = ()  # a tool result's call
+        # Count mode: one view for every message of a shape without calls or results (no
+        # id in it: only the token cache reads a view's id, see _SHARED_VIEWS).
+        shared = _SHARED_VIEWS if limits.max_tokens is None else None
         for message in messages:
             role = roles.get(type(message))
             if role is None:
@@ -423,10 +436,16 @@ class PlanState:
                         ids = found_ids
                     else:
                         ids = ()
-                    view = _new(
-                        MessageView, (AI, ident or None, ids, None, False, (), CHAT, 0, False, ())
-                    )
-                else:  # human or system
+                    if ids or shared is None:
+                        view = _new(
+                            MessageView,
+                            (AI, ident or None, ids, None, False, (), CHAT, 0, False, ()),
+                        )
+                    else:
+                        view = shared[AI]
+                elif shared is not None:  # human or system
+                    view = shared[role]
+                else:
                     view = _new(
                         MessageView, (role, ident or None, (), None, False, (), CHAT, 0, False, ())
                     )

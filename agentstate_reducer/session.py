@@ -35,7 +35,9 @@ class PlanCache:
 
     def __init__(self, limits: PlanLimits) -> None:
         self._limits = limits
-        self._slot: list[Session] = []  # the session, or nothing
+        # The session as a plain (state, messages) pair, or nothing: every reduce makes
+        # one, and a pair costs a fraction of a Session (current() gives the Session).
+        self._slot: list[tuple[PlanState, list[Any]]] = []
 
     def resume(self, messages: list[Any]) -> tuple[PlanState, int]:
         """The remembered plan state (taken out, see :class:`Session`) and how many
@@ -63,10 +65,9 @@ class PlanCache:
 
     def remember(self, state: PlanState, messages: list[Any]) -> None:
         """Keep ``state``, which describes ``messages``, for the next reduce."""
-        # tuple.__new__: a Session without the Python frame of its __new__ (every reduce).
-        self._slot[:] = (_new(Session, (state, messages[:])),)
+        self._slot[:] = ((state, messages[:]),)
 
     def current(self) -> Session | None:
         """The session remembered now (left in place), or None."""
         slot = self._slot
-        return slot[0] if slot else None
+        return _new(Session, slot[0]) if slot else None

@@ -23,7 +23,7 @@ from agentstate_reducer import MessageReducer, ReducerConfig
 from agentstate_reducer._calls import drive
 from agentstate_reducer.messages import general_view, parts_of, read_view
 from agentstate_reducer.messages.plain import plain_parts
-from agentstate_reducer.planner import PlanLimits, PlanState
+from agentstate_reducer.planner import _SHARED_VIEWS, PlanLimits, PlanState
 from agentstate_reducer.policy import DropOldest
 from agentstate_reducer.tokens import TokenCounter
 from agentstate_reducer.tokens.estimate import estimate_tokens
@@ -512,6 +512,23 @@ def _state_of(state: PlanState) -> tuple[Any, ...]:
     return tuple(getattr(state, name) for name in PlanState.__slots__ if name != "_limits")
 
 
+def _as_counting(views: list[Any]) -> list[Any]:
+    """``views`` as count mode plans them: a view of a message that makes no call and
+    answers none, of a role that has a shared view, is that view (with no id)."""
+    shared = set(_SHARED_VIEWS.values())
+    return [view._replace(id=None) if view._replace(id=None) in shared else view for view in views]
+
+
+def _counting_state_of(state: PlanState) -> tuple[Any, ...]:
+    """:func:`_state_of`, its views as count mode plans them (see :func:`_as_counting`)."""
+    views = _as_counting(state.views)
+    return tuple(
+        views if name == "views" else getattr(state, name)
+        for name in PlanState.__slots__
+        if name != "_limits"
+    )
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     st.lists(_plain_langchain_messages(), min_size=2, max_size=14),
@@ -539,8 +556,11 @@ def test_reading_langchain_messages_in_one_pass_is_extending_by_their_views(
 
     limits = PlanLimits(
         preserve_first=preserve_first, cascade=cascade, min_messages=0, max_messages=0,
-        format=fmt,
+        format=fmt, max_tokens=None if counter is None else 10_000,
     )  # fmt: skip
+    # Count mode gives a message without calls or results a shared view without its id
+    # (nothing reads it there); token mode keeps every view as read.
+    state_of = _state_of if counter is not None else _counting_state_of
     if counter == "callable":
         reader = Reader(TokenCounter(lambda message: len(str(message.content)) + 3))
     else:
@@ -562,8 +582,11 @@ def test_reading_langchain_messages_in_one_pass_is_extending_by_their_views(
         if failed:
             assert failed[0] == failed[1]
             return
-        assert _state_of(fast) == _state_of(slow)
-    assert [v for v in fast.views] == read_views(messages)
+        assert state_of(fast) == state_of(slow)
+    if counter is None:
+        assert _as_counting(fast.views) == _as_counting(read_views(messages))
+    else:
+        assert fast.views == read_views(messages)
 
 
 @PROPERTY
@@ -717,3 +740,35 @@ def test_the_quick_count_path_names_a_non_message_after_plain_ones(
     # The failed reduce kept no session: the same list without the non-message plans afresh.
     fixed = [m for m in [*existing, *new] if m is not None]
     assert reducer.reduce(fixed).surviving == fixed
+
+
+@pytest.mark.parametrize("counting", [True, False])
+def test_count_mode_shares_one_view_per_shape_and_token_mode_keeps_ids(counting: bool) -> None:
+    """In count mode the one pass gives every plain human, system or call-less ai message
+    the one view of its role (no view built per message); a message with calls or a result
+    has its own. Token mode keeps each message's own view, id included (the token cache
+    keys counts by it)."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    messages = [
+        SystemMessage(content="s", id="s1"),
+        HumanMessage(content="q", id="h1"),
+        AIMessage(content="", id="a1", tool_calls=[{"name": "f", "args": {}, "id": "c1"}]),
+        ToolMessage(content="r", tool_call_id="c1", id="t1"),
+        AIMessage(content="done", id="a2"),
+    ]
+    limits = PlanLimits(
+        preserve_first=True, cascade=True, min_messages=0, max_messages=10,
+        max_tokens=None if counting else 1_000,
+    )  # fmt: skip
+    state = PlanState(limits)
+    assert state.extend_plain(messages[:1]) == 1 and state.extend_plain(messages[1:]) == 4
+    ids = [view.id for view in state.views]
+    if counting:
+        for position, role in ((0, "system"), (1, "human"), (4, "ai")):
+            assert state.views[position] is _SHARED_VIEWS[role]
+        assert ids == [None, None, "a1", "t1", None]
+    else:
+        assert not any(view is shared for view in state.views for shared in _SHARED_VIEWS.values())
+        assert ids == ["s1", "h1", "a1", "t1", "a2"]
+    assert [view.call_ids for view in state.views][2] == ("c1",)
