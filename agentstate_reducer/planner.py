@@ -90,7 +90,7 @@ from .messages import (
     format_of_mask,
 )
 from .messages.chat import CHAT_FORMAT, plain_call_ids
-from .messages.reader import BLOCK_SOURCES, plain_roles
+from .messages.reader import BLOCK_SOURCES, plain_roles, read_views
 from .tokens.usage import UsageReport
 
 if TYPE_CHECKING:
@@ -365,7 +365,8 @@ class PlanState:
         ``extend(read_views(messages[:n]))`` does (views, links, turn starts, format),
         except that in count mode a message that makes no call and answers none has the
         shared view of its role, without its id (:data:`_SHARED_VIEWS`); and it takes a
-        message only where the class reader would give its view;
+        message only where the class reader would give its view, or, as the first of an
+        empty state, where ``read_views`` reads it;
         ``tests/test_hot_path.py`` compares the two on drawn lists of LangChain's
         messages, plain and odd, split at random, in count and token mode.
         """
@@ -376,18 +377,26 @@ class PlanState:
             return 0  # another format's list (extend names the mix), or no tool links
         roles = _PLAIN_ROLES
         all_views = self.views
-        position = len(all_views)
-        prunable_of, seq_of, caller_seq_of = self._prunable, self._seq, self._caller_seq
+        if not all_views:
+            # The list's first message decides where the window starts (_first_kept): it is
+            # read the general way, so that the loop below never meets position 0 (where
+            # a message may be the kept first one: not pruned on its own).
+            if not messages or roles.get(type(messages[0])) is None:
+                return 0
+            try:
+                self.extend(read_views(messages[:1]))
+            except TypeError:  # a field of the wrong type, another format: extend names it
+                return 0
+            return 1 + self.extend_plain(messages[1:])
+        prunable_of, caller_seq_of = self._prunable, self._caller_seq
         human_seqs, last_result = self._human_seqs, self._last_result
         caller_of_call = self._caller_of_call
-        start = self._start
-        seq = self._next_seq - 1
-        at = position - 1
-        ids: tuple[str, ...] = ()  # an ai message's calls
-        answers: tuple[str, ...] = ()  # a tool result's call
+        first_seq = self._next_seq
+        seq = first_seq - 1
         # Count mode: one view for every message of a shape without calls or results (no
         # id in it: only the token cache reads a view's id, see _SHARED_VIEWS).
         shared = _SHARED_VIEWS if limits.max_tokens is None else None
+        view: tuple[Any, ...]  # the fields of a MessageView, built with _new
         for message in messages:
             role = roles.get(type(message))
             if role is None:
@@ -397,7 +406,9 @@ class PlanState:
             # reader, and a summary or memory block, is left to extend. The fields are
             # read from the instance's __dict__, where pydantic keeps them (an attribute
             # read of a pydantic model is not specialised by the interpreter: a few times
-            # slower); a field missing there is left to the general reader too.
+            # slower); a field missing there is left to the general reader too. Each
+            # message is appended as extend appends it (not at position 0: each human or
+            # ai message is pruned on its own, a result with its call).
             fields = message.__dict__
             try:
                 ident = fields["id"]
@@ -413,15 +424,39 @@ class PlanState:
                     answered = fields["tool_call_id"]
                     if answered is not None and type(answered) is not str:
                         break
-                    answered = answered or None
-                    answers = (answered,) if answered else ()
-                    view = _new(
-                        MessageView,
-                        (TOOL, ident or None, (), answered, False, answers, CHAT, 0, False, ()),
-                    )
-                elif type(fields["content"]) is not str:  # blocks: calls, results, thinking
+                    seq += 1
+                    if answered:
+                        answers = (answered,)
+                        view = (
+                            TOOL,
+                            ident or None,
+                            (),
+                            answered,
+                            False,
+                            answers,
+                            CHAT,
+                            0,
+                            False,
+                            (),
+                        )
+                        all_views.append(_new(MessageView, view))
+                        found = caller_of_call.get(answered)
+                        if found is None:
+                            found = self._answer((answered,))
+                        if found is not None:
+                            last_result[found] = seq
+                            prunable_of.append(True)
+                            caller_seq_of.append(found)
+                            continue
+                    else:
+                        view = (TOOL, ident or None, (), None, False, (), CHAT, 0, False, ())
+                        all_views.append(_new(MessageView, view))
+                    prunable_of.append(False)  # a result of no call: kept
+                    caller_seq_of.append(_NO_LINK)
+                    continue
+                if type(fields["content"]) is not str:  # blocks: calls, results, thinking
                     break
-                elif role == AI:
+                if role == AI:
                     calls = fields["tool_calls"]
                     if (
                         type(calls) is not list
@@ -430,61 +465,50 @@ class PlanState:
                     ):
                         break
                     if calls:
-                        found_ids = plain_call_ids(calls)
-                        if found_ids is None:
+                        ids = plain_call_ids(calls)
+                        if ids is None:
                             break
-                        ids = found_ids
                     else:
                         ids = ()
-                    if ids or shared is None:
-                        view = _new(
-                            MessageView,
-                            (AI, ident or None, ids, None, False, (), CHAT, 0, False, ()),
-                        )
+                    seq += 1
+                    if ids:
+                        view = (AI, ident or None, ids, None, False, (), CHAT, 0, False, ())
+                        all_views.append(_new(MessageView, view))
+                        for call_id in ids:
+                            if call_id.startswith(FUNCTION_CALL_KEY_PREFIX):
+                                self._name_call(call_id, seq, ids)
+                            else:
+                                caller_of_call[call_id] = seq
+                    elif shared is not None:
+                        all_views.append(shared[AI])
                     else:
-                        view = shared[AI]
-                elif shared is not None:  # human or system
-                    view = shared[role]
-                else:
-                    view = _new(
-                        MessageView, (role, ident or None, (), None, False, (), CHAT, 0, False, ())
-                    )
+                        view = (AI, ident or None, (), None, False, (), CHAT, 0, False, ())
+                        all_views.append(_new(MessageView, view))
+                    prunable_of.append(True)
+                elif role == HUMAN:
+                    seq += 1
+                    if shared is not None:
+                        all_views.append(shared[HUMAN])
+                    else:
+                        view = (HUMAN, ident or None, (), None, False, (), CHAT, 0, False, ())
+                        all_views.append(_new(MessageView, view))
+                    prunable_of.append(True)
+                    human_seqs.append(seq)
+                    self._opener = _NO_LINK
+                else:  # a system message: kept
+                    seq += 1
+                    if shared is not None:
+                        all_views.append(shared[SYSTEM])
+                    else:
+                        view = (SYSTEM, ident or None, (), None, False, (), CHAT, 0, False, ())
+                        all_views.append(_new(MessageView, view))
+                    prunable_of.append(False)
+                caller_seq_of.append(_NO_LINK)
             except KeyError:
                 break
-            # Appended as extend appends it.
-            if at < 0:
-                self._start = start = self._first_kept(view)
-            seq += 1
-            at += 1
-            all_views.append(view)
-            caller = _NO_LINK
-            if role == AI:
-                prunable = at >= start
-                if prunable:
-                    for call_id in ids:
-                        if call_id.startswith(FUNCTION_CALL_KEY_PREFIX):
-                            self._name_call(call_id, seq, ids)
-                        else:
-                            caller_of_call[call_id] = seq
-            elif role == HUMAN:
-                prunable = at >= start
-                human_seqs.append(seq)
-                self._opener = _NO_LINK
-            else:  # a system message, or a tool result (linked to its call, pruned with it)
-                prunable = False
-                if role == TOOL and answers:
-                    found = caller_of_call.get(answers[0])
-                    if found is None:
-                        found = self._answer(answers)
-                    if found is not None:
-                        caller = found
-                        prunable = True
-                        last_result[found] = seq
-            prunable_of.append(prunable)
-            caller_seq_of.append(caller)
-        taken = at + 1 - position
+        taken = seq + 1 - first_seq
         if taken:
-            seq_of.extend(range(self._next_seq, seq + 1))  # consecutive: one per message
+            self._seq.extend(range(first_seq, seq + 1))  # consecutive: one per message
             self._next_seq = seq + 1
             self.formats = mask
             if forced is None and mask != self._format_mask:
