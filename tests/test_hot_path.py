@@ -772,3 +772,23 @@ def test_count_mode_shares_one_view_per_shape_and_token_mode_keeps_ids(counting:
         assert not any(view is shared for view in state.views for shared in _SHARED_VIEWS.values())
         assert ids == ["s1", "h1", "a1", "t1", "a2"]
     assert [view.call_ids for view in state.views][2] == ("c1",)
+
+
+def test_the_hot_paths_result_is_the_dataclass_made_by_its_init() -> None:
+    """``_plain_result`` makes a ``ReducerResult`` without ``__init__``: it sets every
+    field the dataclass declares (a field added later would be missing otherwise), in
+    the declared order, to what ``__init__`` sets, with lists of its own."""
+    import dataclasses
+
+    from agentstate_reducer.reducer import _plain_result
+    from agentstate_reducer.result import ReducerResult
+
+    made = _plain_result(["a"], ["b"], [], 3, 2, None)
+    expected = ReducerResult(surviving=["a"], pruned=["b"], tokens_before=3, tokens_after=2)
+    assert list(vars(made)) == [field.name for field in dataclasses.fields(ReducerResult)]
+    assert made == expected and repr(made) == repr(expected)
+    other = _plain_result([], [], [], 0, 0, None)
+    for field in dataclasses.fields(ReducerResult):
+        value = getattr(made, field.name)
+        if isinstance(value, list):
+            assert value is not getattr(other, field.name)
