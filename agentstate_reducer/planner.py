@@ -485,24 +485,19 @@ class PlanState:
                         view = (AI, ident or None, (), None, False, (), CHAT, 0, False, ())
                         all_views.append(_new(MessageView, view))
                     prunable_of.append(True)
-                elif role == HUMAN:
+                else:  # human or system
                     seq += 1
                     if shared is not None:
-                        all_views.append(shared[HUMAN])
+                        all_views.append(shared[role])
                     else:
-                        view = (HUMAN, ident or None, (), None, False, (), CHAT, 0, False, ())
+                        view = (role, ident or None, (), None, False, (), CHAT, 0, False, ())
                         all_views.append(_new(MessageView, view))
-                    prunable_of.append(True)
-                    human_seqs.append(seq)
-                    self._opener = _NO_LINK
-                else:  # a system message: kept
-                    seq += 1
-                    if shared is not None:
-                        all_views.append(shared[SYSTEM])
-                    else:
-                        view = (SYSTEM, ident or None, (), None, False, (), CHAT, 0, False, ())
-                        all_views.append(_new(MessageView, view))
-                    prunable_of.append(False)
+                    if role == HUMAN:  # a turn starts
+                        prunable_of.append(True)
+                        human_seqs.append(seq)
+                        self._opener = _NO_LINK
+                    else:  # a system message: kept
+                        prunable_of.append(False)
                 caller_seq_of.append(_NO_LINK)
             except KeyError:
                 break
