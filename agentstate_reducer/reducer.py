@@ -206,7 +206,12 @@ class MessageReducer:
         derived.rewrites = self.rewrites
         derived.summaries.share(self.summaries)
         derived._shown = self._shown
-        if derived._config.token_counter is self._config.token_counter:
+        # A derived reducer that counts with the same counter shares its cache; one in
+        # count mode counts nothing, as any count-mode reducer (its tokens are 0).
+        if (
+            derived._reader.counter is not None
+            and derived._config.token_counter is self._config.token_counter
+        ):
             derived._reader.counter = self._reader.counter or derived._reader.counter
         return derived
 

@@ -792,3 +792,48 @@ def test_the_hot_paths_result_is_the_dataclass_made_by_its_init() -> None:
         value = getattr(made, field.name)
         if isinstance(value, list):
             assert value is not getattr(other, field.name)
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_count_mode_reducer_derived_from_a_token_mode_one_reduces_as_a_new_one(
+    use_async: bool,
+) -> None:
+    """``with_config(max_tokens=None, ...)`` of a token-mode reducer gives a count-mode
+    reducer: it counts nothing (tokens 0, as the config's docs say) and every turn, the
+    quick count path's included, equals what a count-mode reducer built from its config
+    gives. (It used to inherit the parent's counter, which the quick path does not feed:
+    an IndexError on the first prune.)"""
+    import asyncio
+
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    parent = MessageReducer(config=ReducerConfig(max_tokens=1000))
+    derived = parent.with_config(max_tokens=None, min_messages=1, max_messages=3)
+    fresh = MessageReducer(config=derived.config)
+    turns: list[list[Any]] = [
+        [HumanMessage(content=[{"type": "text", "text": "hi"}])],  # read the general way
+        [AIMessage("a0")],
+        [HumanMessage("q1"), AIMessage("a1")],
+        [
+            AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "c1"}]),
+            ToolMessage("r", tool_call_id="c1"),
+            AIMessage("a2"),
+        ],
+        [HumanMessage("q3")],
+    ]
+
+    def run(reducer: MessageReducer) -> list[tuple[Any, ...]]:
+        kept: list[Any] = []
+        seen = []
+        for new in turns:
+            if use_async:
+                result = asyncio.run(reducer.areduce(kept, new))
+            else:
+                result = reducer.reduce(kept, new)
+            kept = result.surviving
+            ids = [id(m) for m in kept]
+            seen.append((ids, [id(m) for m in result.pruned], result.tokens_before))
+        return seen
+
+    assert run(derived) == run(fresh)
+    assert all(tokens == 0 for *_, tokens in run(derived))
