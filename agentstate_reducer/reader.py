@@ -105,7 +105,15 @@ class Reader:
         assert count is not None  # token mode
         direct = count.direct
         if direct is not None:  # every entry is a message (each has a view)
-            return list(map(direct, messages))
+            try:
+                return list(map(direct, messages))
+            except TypeError:  # a message the counter cannot read: say which one
+                for index, message in enumerate(messages):
+                    try:
+                        direct(message)
+                    except TypeError as exc:
+                        raise TypeError(f"{where(index)}: {exc}") from exc
+                raise
         try:
             return [count(message, "", view) for message, view in zip(messages, views, strict=True)]
         except TypeError:

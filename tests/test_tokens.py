@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -407,3 +408,50 @@ def test_a_damaged_bundled_file_is_refused() -> None:
     damaged = replace(ENCODINGS["r50k_base"], sha256="0" * 64)
     with pytest.raises(ValueError, match="damaged"):
         mergeable_ranks(damaged)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("tool_call_id", 5, "object of type 'int' has no len()"),
+        ("tool_call_id", None, "object of type 'NoneType' has no len()"),
+        ("additional_kwargs", [], None),  # read only for a SystemMessage: counted
+        ("name", 7, "object of type 'int' has no len()"),
+    ],
+)
+def test_approximate_names_a_message_it_cannot_count(
+    field: str, value: Any, problem: str | None
+) -> None:
+    """A LangChain message given a field of the wrong type after validation is refused by
+    ``token_counter="approximate"`` with the message's position and what it could not
+    read, in the reduce that gets it (not a bare ``len()`` error); a field the rule does
+    not read does not matter."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=1_000, token_counter="approximate"))
+    call = AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "c1"}])
+    result = ToolMessage("r", tool_call_id="c1")
+    object.__setattr__(result, field, value)
+    if problem is None:
+        assert reducer.reduce([HumanMessage("q"), call], [result]).surviving[-1] is result
+        return
+    expected = r"new\[0\]: token_counter='approximate' cannot count this ToolMessage: " + re.escape(
+        problem
+    )
+    with pytest.raises(TypeError, match=expected):
+        reducer.reduce([HumanMessage("q"), call], [result])
+    # The same message in a fresh plan, among others: named by its place in the list.
+    with pytest.raises(TypeError, match=r"messages\[2\]: token_counter='approximate'"):
+        reducer.validate([HumanMessage("q"), call, result])
+
+
+def test_approximate_names_a_message_missing_a_field() -> None:
+    """A message built without a field the rule reads (``model_construct``) is refused by
+    position too."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=1_000, token_counter="approximate"))
+    call = AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "c1"}])
+    built = ToolMessage.model_construct(content="r")
+    with pytest.raises(TypeError, match=r"new\[1\]: .*has no attribute 'tool_call_id'"):
+        reducer.reduce([HumanMessage("q")], [call, built])

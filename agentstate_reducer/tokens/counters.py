@@ -54,45 +54,54 @@ def _langchain_approximate() -> Callable[[Any], int]:
         # count_tokens_approximately adds up per-message counts; most of the cost of
         # calling it for one message is its set-up, so the common message classes are
         # counted here by the same rule (checked against it in the tests).
-        role = exact_roles.get(type(message))
-        if role is None:
-            for cls, name in roles:
-                if isinstance(message, cls):
-                    role = name
-                    break
-        if role is None and type(message) is SystemMessage:
-            role = message.additional_kwargs.get("__openai_role__", "system")
-        if role is None or not isinstance(role, str):
-            return int(count_tokens_approximately([_as_langchain(message)]))
-        content = message.content
-        tokens = 0
-        if isinstance(content, str):
-            chars = len(content)
-        elif isinstance(content, list):
-            chars = 0
-            for block in content:
-                if isinstance(block, str):
-                    chars += len(block)
-                elif isinstance(block, dict):
-                    kind = block.get("type", "")
-                    if kind in ("image", "image_url"):
-                        tokens += 85
-                    elif kind == "text":
-                        chars += len(block.get("text", ""))
+        try:
+            role = exact_roles.get(type(message))
+            if role is None:
+                for cls, name in roles:
+                    if isinstance(message, cls):
+                        role = name
+                        break
+            if role is None and type(message) is SystemMessage:
+                role = message.additional_kwargs.get("__openai_role__", "system")
+            if role is None or not isinstance(role, str):
+                return int(count_tokens_approximately([_as_langchain(message)]))
+            content = message.content
+            tokens = 0
+            if isinstance(content, str):
+                chars = len(content)
+            elif isinstance(content, list):
+                chars = 0
+                for block in content:
+                    if isinstance(block, str):
+                        chars += len(block)
+                    elif isinstance(block, dict):
+                        kind = block.get("type", "")
+                        if kind in ("image", "image_url"):
+                            tokens += 85
+                        elif kind == "text":
+                            chars += len(block.get("text", ""))
+                        else:
+                            chars += len(repr(block))
                     else:
                         chars += len(repr(block))
-                else:
-                    chars += len(repr(block))
-        else:
-            chars = len(repr(content))
-        if role == "assistant" and not isinstance(content, list) and message.tool_calls:
-            chars += len(repr(message.tool_calls))
-        if role == "tool":
-            chars += len(message.tool_call_id)
-        chars += len(role)
-        if message.name:
-            chars += len(message.name)
-        return tokens + math.ceil(chars / 4) + 3
+            else:
+                chars = len(repr(content))
+            if role == "assistant" and not isinstance(content, list) and message.tool_calls:
+                chars += len(repr(message.tool_calls))
+            if role == "tool":
+                chars += len(message.tool_call_id)
+            chars += len(role)
+            if message.name:
+                chars += len(message.name)
+            return tokens + math.ceil(chars / 4) + 3
+        except (TypeError, AttributeError, ValueError) as exc:
+            # A field of a type the rule cannot read (set after validation, or a message
+            # built without it): say so, not a bare len() or attribute error.
+            raise TypeError(
+                f"token_counter='approximate' cannot count this {type(message).__name__}: "
+                f"{exc} (a field of the wrong type, or missing: build the message with its "
+                "class)"
+            ) from exc
 
     count.__dict__[CHEAP_COUNTER] = True
     return count
