@@ -420,6 +420,7 @@ class PlanState:
                     or (extra and extra.get("lc_source") in BLOCK_SOURCES)
                 ):
                     break
+                ident = ident or None  # an empty id is no id
                 if role == TOOL:
                     answered = fields["tool_call_id"]
                     if answered is not None and type(answered) is not str:
@@ -427,29 +428,18 @@ class PlanState:
                     seq += 1
                     if answered:
                         answers = (answered,)
-                        view = (
-                            TOOL,
-                            ident or None,
-                            (),
-                            answered,
-                            False,
-                            answers,
-                            CHAT,
-                            0,
-                            False,
-                            (),
-                        )
+                        view = (TOOL, ident, (), answered, False, answers, CHAT, 0, False, ())
                         all_views.append(_new(MessageView, view))
                         found = caller_of_call.get(answered)
                         if found is None:
-                            found = self._answer((answered,))
+                            found = self._answer(answers)
                         if found is not None:
                             last_result[found] = seq
                             prunable_of.append(True)
                             caller_seq_of.append(found)
                             continue
                     else:
-                        view = (TOOL, ident or None, (), None, False, (), CHAT, 0, False, ())
+                        view = (TOOL, ident, (), None, False, (), CHAT, 0, False, ())
                         all_views.append(_new(MessageView, view))
                     prunable_of.append(False)  # a result of no call: kept
                     caller_seq_of.append(_NO_LINK)
@@ -472,7 +462,7 @@ class PlanState:
                         ids = ()
                     seq += 1
                     if ids:
-                        view = (AI, ident or None, ids, None, False, (), CHAT, 0, False, ())
+                        view = (AI, ident, ids, None, False, (), CHAT, 0, False, ())
                         all_views.append(_new(MessageView, view))
                         for call_id in ids:
                             if call_id.startswith(FUNCTION_CALL_KEY_PREFIX):
@@ -482,7 +472,7 @@ class PlanState:
                     elif shared is not None:
                         all_views.append(shared[AI])
                     else:
-                        view = (AI, ident or None, (), None, False, (), CHAT, 0, False, ())
+                        view = (AI, ident, (), None, False, (), CHAT, 0, False, ())
                         all_views.append(_new(MessageView, view))
                     prunable_of.append(True)
                 else:  # human or system
@@ -490,7 +480,7 @@ class PlanState:
                     if shared is not None:
                         all_views.append(shared[role])
                     else:
-                        view = (role, ident or None, (), None, False, (), CHAT, 0, False, ())
+                        view = (role, ident, (), None, False, (), CHAT, 0, False, ())
                         all_views.append(_new(MessageView, view))
                     if role == HUMAN:  # a turn starts
                         prunable_of.append(True)
