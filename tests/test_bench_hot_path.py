@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "bench" / "hot_path.py"
 
@@ -47,6 +49,11 @@ def test_a_small_run_prints_every_row_and_a_target_for_each() -> None:
     assert len(result["targets"]) == 4  # rows 1, 2 and the estimate's two (no peer rows)
     assert not any("default estimate" in label for label in result["targets"])
     assert "for reference (no target)" in table
+    assert "the estimate against the issue's host" in table
+    issue_host = result["estimate"]["issue_host"]
+    assert issue_host["tiktoken / ours"] == pytest.approx(
+        result["estimate"]["us_tiktoken"] / result["estimate"]["us_ours"]
+    )
     for mode in ("count", "tokens", "estimate"):
         figures = result["channel"][mode]
         assert figures["over"] == figures["pairs_broken"] == figures["newest_lost"] == 0
@@ -91,3 +98,22 @@ def test_the_instruction_count_worker_runs_the_conversation_and_skips_without_va
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.splitlines()[-1][len("RESULT ") :])
     assert result == {"bench": "hot_path_instructions", "skipped": "valgrind is not installed"}
+
+
+def test_the_estimate_is_also_judged_by_the_ratios_its_target_stands_for_on_the_issue_host() -> (
+    None
+):
+    """15 µs a message where tiktoken took 189 and count_tokens_approximately 6.6: an
+    estimate as fast relative to both here holds, one slower relative to either does not."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import hot_path
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    as_fast = {"us_ours": 20.0, "us_tiktoken": 20.0 * 189 / 15, "us_approx": 20.0 * 6.6 / 15}
+    figures = hot_path.estimate_on_the_issue_host(as_fast)
+    assert figures["tiktoken / ours"] == pytest.approx(figures["target tiktoken / ours"])
+    assert hot_path.issue_host_line(figures).endswith("(held)")
+    for slower in ({**as_fast, "us_tiktoken": 200.0}, {**as_fast, "us_approx": 5.0}):
+        line = hot_path.issue_host_line(hot_path.estimate_on_the_issue_host(slower))
+        assert line.endswith("(not held)"), line
