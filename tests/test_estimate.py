@@ -61,6 +61,23 @@ def test_a_text_longer_than_the_precomputed_masks_is_counted_alike() -> None:
     assert tokens._text_cost(text) == pytest.approx(reference(text), rel=1e-12)
 
 
+@pytest.mark.parametrize("offset", [-1, 0, 1])
+@pytest.mark.parametrize("slices", [1, 2, 3])
+def test_texts_at_the_edges_of_each_adler32_slice_are_counted_alike(
+    slices: int, offset: int
+) -> None:
+    """The fast path sums the pair weights in one adler32, in two, or by _units' loop,
+    by the pair string's length (the text's characters and one): texts whose pair string
+    ends just before, at and just after each slice's end are counted as the reference
+    counts them, with the heaviest weights the corpus has (digits after spaces, emoji)."""
+    span = tokens._estimate_tables().span
+    length = slices * span + offset - 1  # characters: the pair string is one longer
+    for part in (" 7", "\U0001f600", "Wörter configuration 12 "):
+        text = (part * (length // len(part) + 1))[:length]
+        assert len(text) == length
+        assert tokens._text_cost(text) == pytest.approx(reference(text), rel=1e-12, abs=1e-9)
+
+
 def test_a_lone_surrogate_is_counted_rather_than_raising() -> None:
     """str.encode refuses a lone surrogate (JSON can carry one); the estimate counts it."""
     assert tokens.estimate_text_tokens("\udc80") >= 1

@@ -11,11 +11,12 @@ The message framing (``_message_tokens``) is shared with the tiktoken counters
 
 from __future__ import annotations
 
-import math
+import itertools
 import re
 import typing
 import zlib
 from collections.abc import Callable
+from math import ceil
 from typing import Any
 from zlib import adler32
 
@@ -284,7 +285,8 @@ def _long_words(encoded: bytes) -> list[bytes]:
     space, matches a word exactly when the whole word is such letters (its repeat stops at
     the first other byte, and the lookahead refuses any byte but a space there, so a space
     or the end follows). tests/test_estimate.py checks it on hypothesis-drawn text, and that
-    every known word is one the pattern finds.
+    every known word is one the pattern finds. :func:`_text_cost` runs the same expression
+    inline (with :data:`_find_long_words`, the bound ``findall``), sparing a call.
     """
     return _LONG_WORD.findall(b" " + encoded.translate(_WORD_BYTES, _DIGIT_BYTES))
 
@@ -461,6 +463,7 @@ class _Tables(typing.NamedTuple):
     weights: bytes  # per pair byte: its features' cost in 1/32 tokens
     known: dict[bytes, int]  # " " + a word cl100k_base has whole -> the chunks it is spared
     span: int  # the longest pair string whose weights adler32 adds up exactly (see _units)
+    spared: Callable[[bytes, int], int]  # known.get, bound once (the fast path calls it)
 
 
 _TABLES: _Tables | None = None
@@ -557,7 +560,7 @@ def _estimate_tables() -> _Tables:
         weights = _pair_weights(_TOKENS_PER_FEATURE[:pairs])
         span = (_ADLER_MODULUS - 1) // max(1, max(weights))
         known = {b" " + word: chunks for word, chunks in _known_word_chunks().items()}
-        _TABLES = _Tables(weights, known, span)
+        _TABLES = _Tables(weights, known, span, known.get)
     return _TABLES
 
 
@@ -613,6 +616,20 @@ def _text_features(text: str) -> list[int]:
     return [counts[name] for name in _FEATURES]
 
 
+#: What the fast path calls, bound once: a bound method or a classmethod looked up per call
+#: costs about as much as a C pass over a hundred bytes.
+_from_bytes = int.from_bytes
+_find_long_words = _LONG_WORD.findall
+#: What the known words' look-up gives a word it does not know (``map`` reads one a word):
+#: ``sum(map(known.get, words, _ZEROS))`` adds ints without a filter for the misses.
+_ZEROS = itertools.repeat(0)
+_CHUNK_COST, _SPACE_RUN_COST, _SPACE_CHUNK_COST = _TOKENS_PER_FEATURE[
+    len(_PAIR_FEATURES) : len(_PAIR_FEATURES) + 3
+]
+_LATIN1_BYTE = _class_byte(_LATIN1)
+_EXTENDED_BYTE = _class_byte(_EXTENDED)
+
+
 def _text_cost(text: str) -> float:
     """The estimate before rounding: ``sum(cost * count)`` over :data:`_FEATURES`, counted in
     C-level passes over the whole text (the module's comment above says how).
@@ -621,58 +638,89 @@ def _text_cost(text: str) -> float:
     (up to float rounding) for every text; tests/test_token_accuracy.py checks it on the
     corpus and on hypothesis-drawn text.
     """
-    tables = _TABLES or _estimate_tables()
+    # Each Python-level step costs about as much as a C pass over a few hundred bytes, so
+    # the common path takes as few as it can: the tables unpacked at once, known.get bound
+    # once, the costs read from constants, _long_words and _units' common cases inlined.
+    weight_of, _, span, spared = _TABLES or _estimate_tables()
     ascii_only = text.isascii()
     if ascii_only:  # no surrogate to pass: the plain encode, which copies ASCII as it is
         encoded = text.encode()
-        classes = encoded.translate(_CLASS_OF_BYTE)
+        classes = lower = encoded.translate(_CLASS_OF_BYTE)
     else:
         encoded = text.encode("utf-8", "surrogatepass")
-        classes = encoded.translate(_CLASS_OF_BYTE, _CONTINUATION_BYTES)
+        classes = lower = encoded.translate(_CLASS_OF_BYTE, _CONTINUATION_BYTES)
+        if _LATIN1_BYTE in classes or _EXTENDED_BYTE in classes:
+            # Accented letters join the runs; without them (English with curly quotes,
+            # other scripts) the class string marks the runs as ASCII text's does.
+            lower = classes.translate(_LOWER_RUNS)
     length = len(classes) + 1
-    context_mask = _CONTEXT_MASK if length <= _MASK_BYTES else _repeated(0xE0, length)
     # Byte i of ``pairs``: the class of character i, and in the high bits what character
     # i - 1 is XOR what character i is (the table knows the latter from the class). XOR
     # rather than masking the class out saves a pass over the number.
-    number = int.from_bytes(classes, "little")
+    number = _from_bytes(classes, "little")
+    context_mask = _CONTEXT_MASK if length <= _MASK_BYTES else _repeated(0xE0, length)
     pairs = ((number << 8) & context_mask ^ number).to_bytes(length, "little")
-    weights = pairs.translate(tables.weights)
-    if length <= tables.span:  # _units' common case, without its call
+    weights = pairs.translate(weight_of)
+    if length <= span:  # _units' cases of one slice and of two, without its call and loop
         cost = (adler32(weights, 0) & 0xFFFF) / _PAIR_UNIT
+    elif length <= span + span:
+        units = adler32(weights[:span], 0) & 0xFFFF
+        cost = (units + (adler32(weights[span:], 0) & 0xFFFF)) / _PAIR_UNIT
     else:
-        cost = _units(weights, tables.span) / _PAIR_UNIT
-    costs = _TOKENS_PER_FEATURE
-    first = len(_PAIR_FEATURES)
-    lower = classes if ascii_only else classes.translate(_LOWER_RUNS)
+        cost = _units(weights, span) / _PAIR_UNIT
     chunks = lower.count(_LETTER_CHUNK)
     if chunks:  # no run of seven letters: no long word, known or not
-        # Each word's chunks, known words only (get gives None for the rest): ints, so
-        # sum adds them without floats. Only long words can be known (see _long_words).
-        chunks -= sum(filter(None, map(tables.known.get, _long_words(encoded))))
-        cost += costs[first] * chunks
+        # Each long word's chunks if it is known, else 0 (see _long_words): ints, so sum
+        # adds them without floats.
+        words = _find_long_words(b" " + encoded.translate(_WORD_BYTES, _DIGIT_BYTES))
+        chunks -= sum(map(spared, words, _ZEROS))
+        cost += _CHUNK_COST * chunks
     if _SPACE_AFTER_BLANK in pairs:
         spaces = classes.translate(_SPACE_RUNS)
         runs = spaces.count(b"xx ") + spaces.endswith(b"xx")
-        cost += costs[first + 1] * runs + costs[first + 2] * spaces.count(_SPACE_CHUNK)
+        cost += _SPACE_RUN_COST * runs + _SPACE_CHUNK_COST * spaces.count(_SPACE_CHUNK)
     if ascii_only:
         return cost
     return cost + _non_ascii_cost(text, encoded, classes)
 
 
-_EXTENDED_BYTE = _class_byte(_EXTENDED)
-#: Tables turning the class bytes of ASCII letters, and of extended Latin letters, into 1
-#: and all others into 0: :func:`_units` then counts them (one unit a byte: any length
-#: below the modulus adds up exactly).
+#: A table turning the class bytes of ASCII letters into 1 and all others into 0:
+#: :func:`_units` then counts them (one unit a byte: any length below the modulus adds up
+#: exactly).
 _ASCII_LETTER_ONES = bytes(
     byte in (_class_byte(_LOWER), _class_byte(_UPPER)) for byte in range(256)
 )
-_EXTENDED_ONES = bytes(byte == _EXTENDED_BYTE for byte in range(256))
 _ONES_SPAN = _ADLER_MODULUS - 1
-#: Per language of :data:`_LANGUAGE_MARKS`: the second bytes its marks' patterns end with in
-#: the marked string (a text holding none of them holds none of its marks), and the patterns.
-_GATED_MARKS = tuple(
-    (frozenset(pattern[1] for pattern in patterns), patterns) for patterns in _MARKS
+#: The costs the non-ASCII blocks add, in the order :func:`_non_ascii_cost` adds them.
+_ACCENTED_INDEX = len(_PAIR_FEATURES) + 3
+_ACCENTED_COST = _TOKENS_PER_FEATURE[_ACCENTED_INDEX]
+#: Per language of :data:`_LANGUAGE_MARKS`: its cost and its marks' patterns.
+_MARK_COSTS = tuple(zip(_TOKENS_PER_FEATURE[_ACCENTED_INDEX + 1 :], _MARKS, strict=False))
+_U0800_INDEX = _ACCENTED_INDEX + 1 + len(_LANGUAGE_MARKS)
+#: Per lead byte of the U+0800..U+1FFF scripts (E0, then E1): the byte, and each of its
+#: scripts' cost and patterns, in the order of :data:`_THREE_BYTE_SCRIPTS` (the E0 scripts
+#: come first, so adding them lead by lead keeps that order).
+_SCRIPTS_BY_LEAD = tuple(
+    (
+        leads.start,
+        tuple(
+            (cost, patterns)
+            for cost, (_, patterns) in zip(
+                _TOKENS_PER_FEATURE[_U0800_INDEX:], _THREE_BYTE_SCRIPTS, strict=False
+            )
+            if all(pattern[:1] == mark for pattern in patterns)
+        ),
+    )
+    for leads, mark in _SECOND_BYTES
+    if leads.start >= 0xC0
 )
+assert [patterns for _, scripts in _SCRIPTS_BY_LEAD for _, patterns in scripts] == [
+    patterns for _, patterns in _THREE_BYTE_SCRIPTS
+], "each script's patterns start with one lead's mark, the E0 scripts first"
+_OTHER_U0800_COST = _TOKENS_PER_FEATURE[_U0800_INDEX + len(_THREE_BYTE_SCRIPTS)]
+_TYPOGRAPHIC_COST, _SYMBOL_COST, _JOINER_COST = _TOKENS_PER_FEATURE[
+    _U0800_INDEX + len(_THREE_BYTE_SCRIPTS) + 1 :
+]
 _U0800_BYTE = _class_byte(_U0800)
 _U2000_BYTE = _class_byte(_U2000)
 _ASTRAL_BYTE = _class_byte(_ASTRAL)
@@ -680,37 +728,50 @@ _ASTRAL_BYTE = _class_byte(_ASTRAL)
 
 def _non_ascii_cost(text: str, encoded: bytes, classes: bytes) -> float:
     """The part of :func:`_text_cost` that only non-ASCII text has: each block is skipped
-    with one ``in`` when its class is absent."""
-    costs = _TOKENS_PER_FEATURE
-    index = len(_PAIR_FEATURES) + 3
+    with one ``in`` when its class is absent.
+
+    Each cost is added in the order of :data:`_FEATURES`; a count known to be 0 is not
+    added (``cost + c * 0`` is ``cost``, as ``cost`` is never -0.0), so the sum is the
+    reference's to the last bit.
+    """
     cost = 0.0
     if _EXTENDED_BYTE in classes:
-        # Counted as sums of 0/1 bytes (a translate and an adler32 each: cheaper than a
-        # delete-translate or a count of one byte).
-        letters = _units(classes.translate(_ASCII_LETTER_ONES), _ONES_SPAN)
-        extended = _units(classes.translate(_EXTENDED_ONES), _ONES_SPAN)
-        cost += costs[index] * min(letters, _ACCENTED_SHARE * extended)
+        # The ASCII letters (two class bytes) as a sum of 0/1 bytes, a translate and an
+        # adler32 (cheaper than a delete-translate; one adler32 below Adler-32's modulus,
+        # see _units); the extended letters (one class byte) by a count.
+        if len(classes) <= _ONES_SPAN:
+            letters = adler32(classes.translate(_ASCII_LETTER_ONES), 0) & 0xFFFF
+        else:
+            letters = _units(classes.translate(_ASCII_LETTER_ONES), _ONES_SPAN)
+        extended = classes.count(_EXTENDED_BYTE)
+        cost += _ACCENTED_COST * min(letters, _ACCENTED_SHARE * extended)
+        # The marked string is short (the non-ASCII bytes): counting each language's
+        # patterns in it costs less than a gate per language.
         marked = encoded.translate(_MARKS_TABLE, _ASCII_BYTES)
-        for offset, (gate, patterns) in enumerate(_GATED_MARKS, start=1):
-            if any(map(marked.__contains__, gate)):  # no second byte of its marks: none
-                marks = sum(map(marked.count, patterns))
-                cost += costs[index + offset] * min(letters, _MARKED_SHARE * marks)
-    index += 1 + len(_LANGUAGE_MARKS)
+        for mark_cost, patterns in _MARK_COSTS:
+            marks = sum(map(marked.count, patterns))
+            if marks:
+                cost += mark_cost * min(letters, _MARKED_SHARE * marks)
     if _U0800_BYTE in classes:
         other = classes.count(_U0800_BYTE)
-        second = encoded.translate(_SECOND_BYTE_TABLE, _ASCII_BYTES)
-        for offset, (_, patterns) in enumerate(_THREE_BYTE_SCRIPTS):
-            script = sum(map(second.count, patterns))
-            cost += costs[index + offset] * script
-            other -= script
-        cost += costs[index + len(_THREE_BYTE_SCRIPTS)] * other
-    index += len(_THREE_BYTE_SCRIPTS) + 1
+        # Without the reference's delete of the ASCII bytes (they turn into spaces): a
+        # script's pattern is a lead byte E0 or E1 and the continuation byte UTF-8 puts
+        # right after it, so the counts are the same, and the plain translate is twice as
+        # fast. A lead byte the text does not hold (one memchr) has no script in it.
+        second = encoded.translate(_SECOND_BYTE_TABLE)
+        for lead, scripts in _SCRIPTS_BY_LEAD:
+            if lead in encoded:
+                for script_cost, patterns in scripts:
+                    script = sum(map(second.count, patterns))
+                    cost += script_cost * script
+                    other -= script
+        cost += _OTHER_U0800_COST * other
     if _U2000_BYTE in classes:
         symbols = classes.count(_U2000_BYTE)
         typographic = encoded.count(_TYPOGRAPHIC_LEAD)
-        cost += costs[index] * typographic + costs[index + 1] * (symbols - typographic)
+        cost += _TYPOGRAPHIC_COST * typographic + _SYMBOL_COST * (symbols - typographic)
         if typographic and _ASTRAL_BYTE in classes:
-            cost += costs[index + 2] * text.count(_ZERO_WIDTH_JOINER)
+            cost += _JOINER_COST * text.count(_ZERO_WIDTH_JOINER)
     return cost
 
 
@@ -736,7 +797,8 @@ def estimate_text_tokens(text: str) -> int:
     """
     if not text:
         return 0
-    return max(1, math.ceil(_text_cost(text)))
+    tokens = ceil(_text_cost(text))
+    return tokens if tokens > 1 else 1  # max(1, tokens), without its call
 
 
 def _message_tokens(message: Any, text_tokens: Callable[[str], int]) -> int:
