@@ -455,3 +455,44 @@ def test_approximate_names_a_message_missing_a_field() -> None:
     built = ToolMessage.model_construct(content="r")
     with pytest.raises(TypeError, match=r"new\[1\]: .*has no attribute 'tool_call_id'"):
         reducer.reduce([HumanMessage("q")], [call, built])
+
+
+@pytest.mark.parametrize(
+    ("message", "problem"),
+    [
+        ({"role": "tool", "content": "r"}, "KeyError: 'tool_call_id'"),
+        ({"role": "user", "content": 5}, "ValidationError: "),
+        (
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{x"}}
+                ],
+            },
+            "JSONDecodeError: ",
+        ),
+    ],
+)
+def test_approximate_names_a_dict_langchain_cannot_convert(
+    message: dict[str, Any], problem: str
+) -> None:
+    """A Chat dict that LangChain's ``convert_to_messages`` refuses (a result without
+    ``tool_call_id``, content of the wrong type, arguments that are not JSON) is refused
+    by ``token_counter="approximate"`` naming its position, LangChain's reason and what to
+    do, with nothing pruned; not a bare ``KeyError`` from inside LangChain, nor the hint
+    meant for LangChain's own classes. The default estimate counts the same list."""
+    earlier = [{"role": "user", "content": "q"}]
+    approximate = MessageReducer(
+        config=ReducerConfig(max_tokens=1_000, token_counter="approximate")
+    )
+    expected = (
+        r"new\[0\]: token_counter='approximate' cannot count this dict: LangChain cannot "
+        r"convert it to one of its messages \(" + re.escape(problem)
+    )
+    with pytest.raises(TypeError, match=expected) as raised:
+        approximate.reduce(earlier, [message])
+    assert "build the message with its class" not in str(raised.value)
+    assert "token_counter='estimate'" in str(raised.value)
+    estimated = MessageReducer(config=ReducerConfig(max_tokens=1_000)).reduce(earlier, [message])
+    assert estimated.surviving == [*earlier, message] and estimated.pruned == []

@@ -63,37 +63,36 @@ def _langchain_approximate() -> Callable[[Any], int]:
                         break
             if role is None and type(message) is SystemMessage:
                 role = message.additional_kwargs.get("__openai_role__", "system")
-            if role is None or not isinstance(role, str):
-                return int(count_tokens_approximately([_as_langchain(message)]))
-            content = message.content
-            tokens = 0
-            if isinstance(content, str):
-                chars = len(content)
-            elif isinstance(content, list):
-                chars = 0
-                for block in content:
-                    if isinstance(block, str):
-                        chars += len(block)
-                    elif isinstance(block, dict):
-                        kind = block.get("type", "")
-                        if kind in ("image", "image_url"):
-                            tokens += 85
-                        elif kind == "text":
-                            chars += len(block.get("text", ""))
+            if role is not None and isinstance(role, str):
+                content = message.content
+                tokens = 0
+                if isinstance(content, str):
+                    chars = len(content)
+                elif isinstance(content, list):
+                    chars = 0
+                    for block in content:
+                        if isinstance(block, str):
+                            chars += len(block)
+                        elif isinstance(block, dict):
+                            kind = block.get("type", "")
+                            if kind in ("image", "image_url"):
+                                tokens += 85
+                            elif kind == "text":
+                                chars += len(block.get("text", ""))
+                            else:
+                                chars += len(repr(block))
                         else:
                             chars += len(repr(block))
-                    else:
-                        chars += len(repr(block))
-            else:
-                chars = len(repr(content))
-            if role == "assistant" and not isinstance(content, list) and message.tool_calls:
-                chars += len(repr(message.tool_calls))
-            if role == "tool":
-                chars += len(message.tool_call_id)
-            chars += len(role)
-            if message.name:
-                chars += len(message.name)
-            return tokens + math.ceil(chars / 4) + 3
+                else:
+                    chars = len(repr(content))
+                if role == "assistant" and not isinstance(content, list) and message.tool_calls:
+                    chars += len(repr(message.tool_calls))
+                if role == "tool":
+                    chars += len(message.tool_call_id)
+                chars += len(role)
+                if message.name:
+                    chars += len(message.name)
+                return tokens + math.ceil(chars / 4) + 3
         except (TypeError, AttributeError, ValueError) as exc:
             # A field of a type the rule cannot read (set after validation, or a message
             # built without it): say so, not a bare len() or attribute error.
@@ -102,6 +101,24 @@ def _langchain_approximate() -> Callable[[Any], int]:
                 f"{exc} (a field of the wrong type, or missing: build the message with its "
                 "class)"
             ) from exc
+        return count_converted(message)
+
+    def count_converted(message: Any) -> int:
+        """Another class, or another format: counted as LangChain counts what its
+        ``convert_to_messages`` makes of it (see :func:`_as_langchain`)."""
+        try:
+            converted = _as_langchain(message)
+        except (LookupError, TypeError, AttributeError, ValueError) as exc:
+            # A dict LangChain cannot read (a tool result without tool_call_id, arguments
+            # that are not JSON, a field pydantic refuses): a bare KeyError or a
+            # ValidationError from inside LangChain would not say which message, or why.
+            raise TypeError(
+                f"token_counter='approximate' cannot count this {type(message).__name__}: "
+                f"LangChain cannot convert it to one of its messages ({type(exc).__name__}: "
+                f"{exc}); fix that field, or count this format with token_counter="
+                "'estimate' (the default) or a tiktoken encoding"
+            ) from exc
+        return int(count_tokens_approximately([converted]))
 
     count.__dict__[CHEAP_COUNTER] = True
     return count
