@@ -496,3 +496,39 @@ def test_approximate_names_a_dict_langchain_cannot_convert(
     assert "token_counter='estimate'" in str(raised.value)
     estimated = MessageReducer(config=ReducerConfig(max_tokens=1_000)).reduce(earlier, [message])
     assert estimated.surviving == [*earlier, message] and estimated.pruned == []
+
+
+def test_approximate_counts_a_duck_typed_message_as_its_langchain_twin() -> None:
+    """A message of another class (a duck type with ``role``, ``content``, ``tool_calls``,
+    ``tool_call_id``) is counted by ``token_counter="approximate"`` as LangChain counts the
+    same message built with its class: the call's arguments count (they were dropped, so a
+    budget did not see them), and a tool result is accepted (it was refused for a missing
+    ``tool_call_id``)."""
+    from types import SimpleNamespace
+
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    arguments = {"text": "lorem ipsum " * 500}
+    twins = [
+        (
+            SimpleNamespace(role="user", content="write it"),
+            HumanMessage("write it"),
+        ),
+        (
+            SimpleNamespace(
+                role="assistant",
+                content="",
+                tool_calls=[{"id": "call_0", "name": "write_file", "args": arguments}],
+            ),
+            AIMessage("", tool_calls=[{"id": "call_0", "name": "write_file", "args": arguments}]),
+        ),
+        (
+            SimpleNamespace(role="tool", content="written", tool_call_id="call_0"),
+            ToolMessage("written", tool_call_id="call_0"),
+        ),
+    ]
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=100_000, token_counter="approximate"))
+    ducks = reducer.reduce([duck for duck, _ in twins])
+    built = reducer.with_config().reduce([twin for _, twin in twins])
+    assert ducks.surviving == [duck for duck, _ in twins]
+    assert ducks.tokens_before == built.tokens_before > 1_500

@@ -23,7 +23,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..messages import content_of, parts_of, raw_role_of, read_view, reader_of, role_of
+from ..messages import parts_of, raw_role_of, read_view, reader_of
 from ..messages.chat import ChatFormat
 from .encodings import TIKTOKEN_NAMES, tiktoken_encoding
 from .estimate import _message_tokens, estimate_tokens
@@ -150,7 +150,11 @@ def _as_langchain(message: Any) -> Any:
             converted["role"] = raw
         converted.pop("type", None)
         return convert_to_messages([converted])[0]
-    return convert_to_messages([{"role": role_of(message), "content": content_of(message)}])[0]
+    # An object of another class (a duck type): LangChain reads no object but its own, so
+    # it is given what the message counts (its text, each call's name and arguments, the id
+    # a result answers), as for another format; its role and content alone would leave the
+    # calls uncounted and a tool result without the tool_call_id LangChain requires.
+    return convert_to_messages([_as_chat(message)])[0]
 
 
 def _as_chat(message: Any) -> dict[str, Any]:
