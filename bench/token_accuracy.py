@@ -68,8 +68,15 @@ MEASURED, CALIBRATION = (1, 1), (0, 0)
 #: A line break or tab after a number is a cl100k_base token of its own; the corpus has too
 #: few numbers one to a line for the fit to see it (it sets the cost near 0, and a list of
 #: numbers one per line is then under-counted).
+#: A tab right after a space, an ASCII control character (NUL, escape) and a space before
+#: one are each a cl100k_base token of their own (runs alternating spaces and tabs, binary
+#: output, terminal escape codes); the corpus has almost none, so the fit would set them
+#: near 0.
 #: The costs of pair features (``tokens._PAIR_FEATURES``) are multiples of 1/32.
 FIXED_COSTS = {
+    "tabs after a space (runs mixing spaces and tabs)": 1.0,
+    "ASCII control characters (NUL, escape, ...)": 1.0,
+    "control characters after a space (the space is a token of its own)": 1.0,
     "line breaks and tabs after a number": 1.0,
     "sixteen-space chunks of space runs": 0.15,
     "tabs": 1 / 16,

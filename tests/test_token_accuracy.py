@@ -109,6 +109,26 @@ def test_whitespace_runs_of_any_length_are_not_under_counted(
     at_least_low(between.join(character * length for character, length in runs))
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(st.text(alphabet=" \t", min_size=100, max_size=3000))
+def test_spaces_and_tabs_mixed_in_any_order_are_not_under_counted(text: str) -> None:
+    """cl100k_base has no token for a space and a tab together: a run alternating them is
+    about a token a character (``" \\t" * 1000`` once counted 63 against 999)."""
+    at_least_low(text)
+
+
+_CONTROLS = "".join(map(chr, [*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F]))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(st.text(alphabet=_CONTROLS + "ab ", min_size=60, max_size=2000))
+def test_control_characters_are_not_under_counted(text: str) -> None:
+    """An ASCII control character (NUL, escape, bell...) is a cl100k_base token of its
+    own, alone or among words (binary output, terminal escape codes); once counted as a
+    fifth of one."""
+    at_least_low(text)
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -117,8 +137,22 @@ def test_whitespace_runs_of_any_length_are_not_under_counted(
         "a" + " " * 1000 + "b",
         json.dumps(list(range(10**6, 10**6 + 3000, 7))),
         "\n".join(f"{n * 7919 % 10**9}" for n in range(400)),
+        " \t" * 1000,
+        " \t\t" * 300,
+        "\x00" * 500,
+        "\x1b[31mred\x1b[0m text " * 40,
     ],
-    ids=["digits", "tabs", "spaces", "json-ids", "number-lines"],
+    ids=[
+        "digits",
+        "tabs",
+        "spaces",
+        "json-ids",
+        "number-lines",
+        "space-tab",
+        "space-tab-tab",
+        "nul",
+        "ansi",
+    ],
 )
 def test_texts_the_estimate_once_counted_near_zero(text: str) -> None:
     """Texts the estimate once counted at a few tokens whatever their length."""
