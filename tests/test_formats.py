@@ -1625,3 +1625,132 @@ def test_an_answered_turns_thinking_step_may_go_with_the_rest_of_its_loop(fmt: s
     assert TURN_WITHOUT_THINKING not in {
         p.kind for p in reducer.validate(result.surviving).problems
     }
+
+
+@pytest.mark.parametrize("counter", ["estimate", "approximate", "cl100k_base"])
+def test_openai_sdk_tool_call_objects_count_as_their_dicts(counter: str) -> None:
+    """The OpenAI SDK's ``ChatCompletionMessage``, and a Chat dict holding its
+    ``ChatCompletionMessageToolCall`` objects (``{"role": "assistant", "tool_calls":
+    message.tool_calls}``), count each call's name and arguments as the same message as
+    plain dicts does: they were read as ``('', '')``, so a budget of 2,000 kept ten
+    write-file calls of 7,600 tokens; with ``"approximate"`` the empty arguments were
+    refused as not JSON."""
+    from openai.types.chat import ChatCompletionMessage
+
+    arguments = json.dumps({"path": "a.py", "text": "def f(x):\n    return x * 2\n" * 60})
+    plain = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "write_file", "arguments": arguments},
+            }
+        ],
+    }
+    sdk = ChatCompletionMessage.model_validate(plain)
+    holding = {"role": "assistant", "content": None, "tool_calls": sdk.tool_calls}
+    count = resolve_token_counter(counter)
+    assert count(sdk) == count(holding) == count(plain) > 400
+    question = {"role": "user", "content": "write it"}
+    answer = {"role": "tool", "tool_call_id": "call_1", "content": "written"}
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=300, token_counter=counter))
+    for message in (sdk, holding):
+        result = reducer.with_config().reduce([question, message, answer])
+        assert (
+            result.tokens_before
+            == reducer.with_config().reduce([question, plain, answer]).tokens_before
+        )
+        assert result.tokens_before > 300
+
+
+def test_approximate_counts_anthropic_sdk_blocks_appended_in_a_dict() -> None:
+    """``{"role": "assistant", "content": response.content}`` with the Anthropic SDK's
+    ``TextBlock`` objects (a text-only answer reads as Chat) is counted by
+    ``token_counter="approximate"`` as its text (LangChain's validation refused the
+    objects), near the same dict with plain blocks."""
+    from anthropic.types import TextBlock
+
+    text = "It is raining in Oslo today. " * 40
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=10_000, token_counter="approximate"))
+    question = {"role": "user", "content": "weather?"}
+    blocks = reducer.reduce(
+        [question, {"role": "assistant", "content": [TextBlock(type="text", text=text)]}]
+    )
+    plain = reducer.with_config().reduce(
+        [question, {"role": "assistant", "content": [{"type": "text", "text": text}]}]
+    )
+    assert blocks.tokens_before == plain.tokens_before > 200
+
+
+def test_approximate_counts_a_tool_call_message_without_content() -> None:
+    """OpenAI takes an assistant message of tool calls without a ``content`` key (what the
+    SDK's ``model_dump(exclude_none=True)`` gives); ``"approximate"`` counts it as the same
+    message with empty content (LangChain's conversion required the key)."""
+    calls = [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=10_000, token_counter="approximate"))
+    question = {"role": "user", "content": "q"}
+    without = reducer.reduce([question, {"role": "assistant", "tool_calls": calls}])
+    empty = reducer.with_config().reduce(
+        [question, {"role": "assistant", "content": "", "tool_calls": calls}]
+    )
+    assert without.tokens_before == empty.tokens_before
+
+
+@pytest.mark.parametrize("kind", ["response", "candidate", "part", "usage", "tool"])
+def test_a_google_genai_object_that_is_not_a_content_is_refused_by_position(kind: str) -> None:
+    """In a list of google-genai contents, a whole ``GenerateContentResponse`` (a common
+    slip), a ``Candidate``, a ``Part``, usage metadata or a ``Tool`` is refused naming its
+    position and what to append instead; it was read as a user turn, counted and kept."""
+    from google.genai import types as gt
+
+    def content(role: str, text: str) -> Any:
+        return gt.Content(role=role, parts=[gt.Part(text=text)])
+
+    answer = content("model", "It rains in Oslo.")
+    junk = {
+        "response": gt.GenerateContentResponse(candidates=[gt.Candidate(content=answer)]),
+        "candidate": gt.Candidate(content=answer),
+        "part": gt.Part(text="hi"),
+        "usage": gt.GenerateContentResponseUsageMetadata(prompt_token_count=10),
+        "tool": gt.Tool(function_declarations=[gt.FunctionDeclaration(name="f")]),
+    }[kind]
+    history = [content("user", "Weather in Oslo?"), answer]
+    with pytest.raises(
+        TypeError, match=r"(?s)new\[0\]: got .*expected a message: a Gemini content"
+    ):
+        MessageReducer().reduce(history, [junk])
+    with pytest.raises(
+        TypeError, match=r"(?s)messages\[2\]: got .*response\.candidates\[0\]\.content"
+    ):
+        MessageReducer().validate([*history, junk])
+
+
+def test_sdk_content_blocks_appended_as_messages_are_refused_by_position() -> None:
+    """``messages.extend(response.content)`` (the Anthropic SDK's blocks as list entries)
+    and an OpenAI SDK content part (a Responses ``output_text``) are refused,
+    naming the position and what to append; a ``TextBlock`` was read as a message of role
+    ``text``, never pruned, so a count window of 4 held 12 entries after ten turns."""
+    from anthropic.types import TextBlock, ToolUseBlock
+    from openai.types.responses import ResponseOutputText
+
+    question = {"role": "user", "content": "weather?"}
+    for entry in (
+        TextBlock(type="text", text="It rains."),
+        ToolUseBlock(type="tool_use", id="t1", name="weather", input={}),
+        ResponseOutputText(type="output_text", text="It rains.", annotations=[]),
+    ):
+        with pytest.raises(
+            TypeError,
+            match=r"new\[0\]: got .*a content block or definition from the (anthropic|openai) SDK",
+        ):
+            MessageReducer(config=ReducerConfig(min_messages=2, max_messages=4)).reduce(
+                [question], [entry]
+            )
+    # The message that holds them is read as it came.
+    answer = {"role": "assistant", "content": [TextBlock(type="text", text="It rains.")]}
+    kept = MessageReducer(config=ReducerConfig(min_messages=2, max_messages=4)).reduce(
+        [question], [answer]
+    )
+    assert kept.surviving == [question, answer]

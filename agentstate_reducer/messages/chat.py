@@ -255,13 +255,20 @@ def tool_call_id(msg: Any) -> str | None:
 
 
 def tool_call_parts(call: Any) -> tuple[str, str]:
-    """``(name, arguments-as-text)`` of one tool call, in LangChain or OpenAI form."""
+    """``(name, arguments-as-text)`` of one tool call, in LangChain or OpenAI form, as a dict
+    or an object (LangChain's ``ToolCall``, the OpenAI SDK's ``ChatCompletionMessageToolCall``
+    with its ``function``)."""
     if type(call) is dict or isinstance(call, Mapping):
         function = call.get("function")
         # None first: LangChain's calls have no "function", and the Mapping check is slow.
         if function is not None and (type(function) is dict or isinstance(function, Mapping)):
             return str(function.get("name") or ""), as_text(function.get("arguments"))
         return str(call.get("name") or ""), as_text(call.get("args"))
+    function = getattr(call, "function", None)
+    if function is not None:  # an OpenAI SDK ChatCompletionMessageToolCall
+        return str(getattr(function, "name", "") or ""), as_text(
+            getattr(function, "arguments", None)
+        )
     return str(getattr(call, "name", "") or ""), as_text(getattr(call, "args", None))
 
 

@@ -98,6 +98,14 @@ class GeminiFormat(MessageFormat):
     alternates = True
 
     def parse(self, msg: Any) -> Parsed:
+        if not isinstance(msg, Mapping) and not (hasattr(msg, "parts") and hasattr(msg, "role")):
+            # Another google-genai object (a whole GenerateContentResponse, a Candidate, a
+            # Part, usage metadata): read as a content it would be a user turn.
+            raise TypeError(
+                f"{describe(msg)}: expected a message: a Gemini content (a google-genai "
+                "Content, or a dict with 'role' and 'parts'); from a response, append "
+                "response.candidates[0].content"
+            )
         parts = get(msg, "parts")
         if not is_sequence(parts) and parts is not None:
             raise TypeError(f"{describe(msg)}: a Gemini content's 'parts' is a list")

@@ -495,8 +495,10 @@ def read_view(msg: Any) -> MessageView:
         found = None  # read below where it matters (call and result blocks)
     role = ROLE_ALIASES.get(raw)
     if role is None:
-        if raw in ITEM_TYPES or fields is msg:
-            return general_view(msg)  # a Responses API item (maybe of a type it adds later)
+        if raw in ITEM_TYPES or fields is msg or fields is None:
+            # A Responses API item (maybe of a type it adds later), or an object of another
+            # role, which may be an SDK's content block (see duck.DuckFormat.role).
+            return general_view(msg)
         role = normalise(raw)
     ident = fields.get("id") if fields is not None else getattr(msg, "id", None)
     if ident is not None and type(ident) is not str:

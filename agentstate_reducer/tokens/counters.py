@@ -144,17 +144,36 @@ def _as_langchain(message: Any) -> Any:
     if isinstance(message, Mapping) and isinstance(message.get("data"), Mapping):
         return messages_from_dict([dict(message)])[0]
     if isinstance(message, Mapping):
+        if _holds_objects(message):
+            # SDK objects in a dict (the Anthropic SDK's response.content appended as it
+            # came, the OpenAI SDK's tool-call objects): LangChain validates plain values
+            # only, so it is given what the message counts, as for another format.
+            return convert_to_messages([_as_chat(message)])[0]
         converted = dict(message)
         raw = raw_role_of(message)
         if raw is not None and "role" not in converted:
             converted["role"] = raw
         converted.pop("type", None)
+        # OpenAI takes an assistant message of tool calls without content (what the SDK's
+        # model_dump(exclude_none=True) gives); LangChain requires the key.
+        converted.setdefault("content", "")
         return convert_to_messages([converted])[0]
     # An object of another class (a duck type): LangChain reads no object but its own, so
     # it is given what the message counts (its text, each call's name and arguments, the id
     # a result answers), as for another format; its role and content alone would leave the
     # calls uncounted and a tool result without the tool_call_id LangChain requires.
     return convert_to_messages([_as_chat(message)])[0]
+
+
+def _holds_objects(message: Mapping[str, Any]) -> bool:
+    """Whether a Chat dict's content blocks or tool calls include objects (not str or dict)."""
+    for key in ("content", "tool_calls"):
+        value = message.get(key)
+        if isinstance(value, (list, tuple)) and any(
+            not isinstance(item, (str, Mapping)) for item in value
+        ):
+            return True
+    return False
 
 
 def _as_chat(message: Any) -> dict[str, Any]:
