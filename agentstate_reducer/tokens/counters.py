@@ -136,19 +136,13 @@ def _as_langchain(message: Any) -> Any:
     if isinstance(message, _langchain.BaseMessage):
         return message
     convert_to_messages = _langchain.convert_to_messages
-    messages_from_dict = _langchain.messages_from_dict
-    if not isinstance(reader_of(message), ChatFormat):
-        # Another wire format: LangChain cannot read it, so it is given what counts, as text
-        # (each call's name and arguments written out, images as LangChain's image blocks).
-        return convert_to_messages([_as_chat(message)])[0]
-    if isinstance(message, Mapping) and isinstance(message.get("data"), Mapping):
-        return messages_from_dict([dict(message)])[0]
-    if isinstance(message, Mapping):
-        if _holds_objects(message):
-            # SDK objects in a dict (the Anthropic SDK's response.content appended as it
-            # came, the OpenAI SDK's tool-call objects): LangChain validates plain values
-            # only, so it is given what the message counts, as for another format.
-            return convert_to_messages([_as_chat(message)])[0]
+    if (
+        isinstance(message, Mapping)
+        and isinstance(reader_of(message), ChatFormat)
+        and not _holds_objects(message)
+    ):
+        if isinstance(message.get("data"), Mapping):
+            return _langchain.messages_from_dict([dict(message)])[0]
         converted = dict(message)
         raw = raw_role_of(message)
         if raw is not None and "role" not in converted:
@@ -158,10 +152,13 @@ def _as_langchain(message: Any) -> Any:
         # model_dump(exclude_none=True) gives); LangChain requires the key.
         converted.setdefault("content", "")
         return convert_to_messages([converted])[0]
-    # An object of another class (a duck type): LangChain reads no object but its own, so
-    # it is given what the message counts (its text, each call's name and arguments, the id
-    # a result answers), as for another format; its role and content alone would leave the
-    # calls uncounted and a tool result without the tool_call_id LangChain requires.
+    # Anything else LangChain cannot read as it is: another wire format, an object of
+    # another class (a duck type), or a Chat dict holding SDK objects (the Anthropic SDK's
+    # response.content appended as it came, the OpenAI SDK's tool-call objects), which
+    # LangChain's validation refuses. It is given what the message counts, as a Chat dict:
+    # its text, each call's name and arguments, the id a result answers, images as
+    # LangChain's image blocks (a duck's role and content alone would leave its calls
+    # uncounted, and a tool result without the tool_call_id LangChain requires).
     return convert_to_messages([_as_chat(message)])[0]
 
 
