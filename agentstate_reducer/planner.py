@@ -397,6 +397,7 @@ class PlanState:
         # id in it: only the token cache reads a view's id, see _SHARED_VIEWS).
         shared = _SHARED_VIEWS if limits.max_tokens is None else None
         view: tuple[Any, ...]  # the fields of a MessageView, built with _new
+        ids: tuple[str, ...] | None
         for message in messages:
             role = roles.get(type(message))
             if role is None:
@@ -454,12 +455,23 @@ class PlanState:
                         or (extra and ("tool_calls" in extra or "function_call" in extra))
                     ):
                         break
-                    if calls:
+                    if not calls:
+                        ids = ()
+                    elif len(calls) == 1:  # one call, the common case: plain_call_ids inline
+                        call = calls[0]
+                        if type(call) is not dict:
+                            break
+                        call_id = call.get("id")
+                        if type(call_id) is str:
+                            ids = (call_id,) if call_id else ()
+                        elif call_id is None:
+                            ids = ()
+                        else:
+                            break
+                    else:
                         ids = plain_call_ids(calls)
                         if ids is None:
                             break
-                    else:
-                        ids = ()
                     seq += 1
                     if ids:
                         view = (AI, ident, ids, None, False, (), CHAT, 0, False, ())
@@ -747,9 +759,9 @@ class PlanState:
         gone: list[int] = []
         kept: list[int] = []
         if limits.max_tokens is None:
-            if all(prunable[start:latest]) and (
-                pinned == _NO_LINK or pinned not in seq[start:latest]
-            ):
+            # seq is sorted and holds pinned (when there is one): it is in the window when
+            # it falls between the window's first seq and the seq at its end.
+            if all(prunable[start:latest]) and not (seq[start] <= pinned < seq[latest]):
                 gone = list(range(start, latest))  # the common window: all of it goes
             else:
                 for position in range(start, latest):

@@ -23,6 +23,7 @@ from agentstate_reducer import MessageReducer, ReducerConfig
 from agentstate_reducer._calls import drive
 from agentstate_reducer.messages import general_view, parts_of, read_view
 from agentstate_reducer.messages.plain import plain_parts
+from agentstate_reducer.messages.reader import read_views
 from agentstate_reducer.planner import _SHARED_VIEWS, PlanLimits, PlanState
 from agentstate_reducer.policy import DropOldest
 from agentstate_reducer.tokens import TokenCounter
@@ -471,6 +472,11 @@ def _plain_langchain_messages(draw: st.DrawFn) -> Any:
                     ("id", 5), ("additional_kwargs", None), ("additional_kwargs", "x"),
                     ("content", None), ("type", "other"), ("tool_call_id", 7),
                     ("tool_calls", ()), ("tool_calls", ["c"]),
+                    # One call, read inline by extend_plain: an id of another type, an
+                    # empty one, none at all.
+                    ("tool_calls", [{"name": "f", "args": {}, "id": 5}]),
+                    ("tool_calls", [{"name": "f", "args": {}, "id": ""}]),
+                    ("tool_calls", [{"name": "f", "args": {}}]),
                 ]
             )
         )  # fmt: skip
@@ -498,7 +504,7 @@ def _plain_langchain_message(draw: st.DrawFn) -> Any:
         {
             "name": "f",
             "args": {},
-            "id": draw(st.sampled_from(["c1", "c2", "c3", None, "function_call:x"])),
+            "id": draw(st.sampled_from(["c1", "c2", "c3", None, "", "function_call:x"])),
         }
         for _ in range(draw(st.integers(0, 3)))
     ]
@@ -587,6 +593,53 @@ def test_reading_langchain_messages_in_one_pass_is_extending_by_their_views(
         assert _as_counting(fast.views) == _as_counting(read_views(messages))
     else:
         assert fast.views == read_views(messages)
+
+
+_ONE_CALL_IDS = ["c1", "", None, 5, "missing", "not a dict", "two calls"]
+
+
+@pytest.mark.parametrize("max_tokens", [None, 10_000])
+@pytest.mark.parametrize("given_id", _ONE_CALL_IDS)
+def test_an_ai_message_of_one_call_is_read_as_the_general_reader_reads_it(
+    given_id: Any, max_tokens: int | None
+) -> None:
+    """``extend_plain`` reads the call of an ai message that makes one inline (the common
+    case): an id of any kind (empty, None, not a string, missing) and a call that is not a
+    dict give the state ``extend`` of the messages' views gives, and a result for the call
+    is linked to it exactly when the general reader links it."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    call: Any = {"name": "f", "args": {}, "id": "c1"}
+    ai = AIMessage("", id="a", tool_calls=[call])
+    if given_id == "missing":
+        calls: Any = [{"name": "f", "args": {}}]
+    elif given_id == "not a dict":
+        calls = [("f", "c1")]
+    elif given_id == "two calls":
+        calls = [call, {**call, "id": "c2"}]
+    else:
+        calls = [{**call, "id": given_id}]
+    object.__setattr__(ai, "tool_calls", calls)  # as a caller may, after validation
+    messages = [
+        HumanMessage("q", id="h"),
+        HumanMessage("q2", id="h2"),
+        ai,
+        ToolMessage("r", tool_call_id="c1", id="t"),
+        HumanMessage("q3", id="h3"),
+    ]
+    read_views(messages)  # the classes are met (plain_roles grows as the reader meets them)
+    limits = PlanLimits(
+        preserve_first=True, cascade=True, min_messages=0, max_messages=0, max_tokens=max_tokens
+    )
+    fast, slow = PlanState(limits), PlanState(limits)
+    taken = fast.extend_plain(messages)
+    assert taken >= 2  # the ai message is reached by the one pass
+    fast.extend(read_views(messages[taken:]))
+    slow.extend(read_views(messages))
+    state_of = _state_of if max_tokens is not None else _counting_state_of
+    assert state_of(fast) == state_of(slow)
+    linked = fast.views[2].call_ids == ("c1",) or fast.views[2].call_ids == ("c1", "c2")
+    assert linked == (given_id in ("c1", "two calls"))
 
 
 @PROPERTY
