@@ -9,7 +9,8 @@
   ``MessageReducer.reduce``, timed in CPU time of the process running it;
 * :func:`published_figures`: the same pass with the published ``agentstate-reducer`` 0.5,
   which also imports as ``agentstate_reducer`` and so runs in its own venv
-  (``bench/_peers.py``), as this file's ``--worker`` in a subprocess.
+  (``bench/_peers.py``), as this file's ``--worker`` in a subprocess; :func:`ours_figures`:
+  this checkout's pass in the same kind of subprocess.
 
 Used by ``bench/reduce_per_turn.py`` and ``bench/hot_path.py``.
 """
@@ -309,7 +310,24 @@ def best_of(
     return {**best, **split_turns(make, system, turns)}
 
 
-# -- the published peer, in its own venv -------------------------------------------------------
+#: Turns of the untimed pass a worker runs before its timed ones (enough to prune in
+#: both modes; see :func:`warm_up`).
+WARM_UP_TURNS = 40
+
+
+def warm_up(make: Callable[[], Step], data: dict[str, Any]) -> None:
+    """One untimed pass over the first :data:`WARM_UP_TURNS` turns, from a fresh step on
+    messages of their own, so that what a process does once (importing modules on first
+    use, a class met for the first time) is not timed: the timed pass then starts from
+    another fresh step, its caches cold, on messages the warm-up never saw."""
+    head = {"system": data["system"], "turns": data["turns"][:WARM_UP_TURNS]}
+    system, turns = to_langchain(head)
+    step, kept = make(), [system]
+    for new in turns:
+        kept = step(kept, new)
+
+
+# -- each contender in a process of its own -----------------------------------------------------
 
 
 def published_figures(conversation: Path, repeat: int, modes: list[str]) -> dict[str, Any]:
@@ -319,40 +337,60 @@ def published_figures(conversation: Path, repeat: int, modes: list[str]) -> dict
     sys.path.insert(0, str(HERE))
     from _peers import peer_python
 
-    python = peer_python("reducer05")
+    return _worker_figures(peer_python("reducer05"), "published", conversation, repeat, modes)
+
+
+def ours_figures(conversation: Path, repeat: int, modes: list[str]) -> dict[str, Any]:
+    """:func:`published_figures` for this checkout: the same worker, run by this interpreter
+    with the checkout first on its path, so that both contenders are timed alike, each in a
+    fresh process, not on a heap that other benchmarks of the same run have used
+    (``bench/hot_path.py --ours-in-process`` times ours the other way, to compare)."""
+    return _worker_figures(Path(sys.executable), "ours", conversation, repeat, modes)
+
+
+def _worker_figures(
+    python: Path, name: str, conversation: Path, repeat: int, modes: list[str]
+) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    if name == "ours":
+        env["PYTHONPATH"] = str(ROOT)
     command = [str(python), str(Path(__file__).resolve()), "--worker", str(conversation)]
-    command += ["--repeat", str(repeat), "--modes", ",".join(modes)]
+    command += ["--name", name, "--repeat", str(repeat), "--modes", ",".join(modes)]
     proc = subprocess.run(
         command, capture_output=True, text=True, cwd=str(HERE), env=env, check=False
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"the published-reducer worker failed:\n{proc.stderr[-3000:]}")
+        raise RuntimeError(f"the {name} reducer's worker failed:\n{proc.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
 
-def _worker(conversation: Path, repeat: int, modes: list[str]) -> None:
-    """``--worker``: in the peer venv, measure the published reducer and print JSON."""
+def _worker(conversation: Path, name: str, repeat: int, modes: list[str]) -> None:
+    """``--worker``: measure one contender (``name``: ``published``, in the peer venv, or
+    ``ours``, this checkout) and print JSON."""
     from importlib.metadata import version
 
     import agentstate_reducer
 
     where = Path(agentstate_reducer.__file__).resolve()
-    if ROOT in where.parents and ".bench-peers" not in where.parts:
-        raise SystemExit(f"worker imported this checkout ({where}), not the published package")
+    checkout = ROOT in where.parents and ".bench-peers" not in where.parts
+    if checkout != (name == "ours"):
+        wanted = "this checkout" if name == "ours" else "the published package"
+        raise SystemExit(f"the {name} worker imported {where}, not {wanted}")
     data = json.loads(conversation.read_text())
-    out: dict[str, Any] = {
-        mode: best_of(reducer_step("published", mode), data, repeat, mode) for mode in modes
-    }
-    out["version"] = version("agentstate-reducer")
+    out: dict[str, Any] = {}
+    for mode in modes:
+        warm_up(reducer_step(name, mode), data)
+        out[mode] = best_of(reducer_step(name, mode), data, repeat, mode)
+    out["version"] = "this checkout" if name == "ours" else version("agentstate-reducer")
     print(json.dumps(out))
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description="The published reducer's side (peer venv).")
+    parser = argparse.ArgumentParser(description="One contender's side, in a process of its own.")
     parser.add_argument("--worker", type=Path, required=True)
+    parser.add_argument("--name", choices=("published", "ours"), default="published")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--modes", default=",".join(MODES))
     args = parser.parse_args()
-    _worker(args.worker, args.repeat, [m for m in args.modes.split(",") if m])
+    _worker(args.worker, args.name, args.repeat, [m for m in args.modes.split(",") if m])
